@@ -1,0 +1,33 @@
+// ir/check.h - internal invariants and the user-facing error type.
+//
+// TXL_CHECK is for invariants of txlc itself (a broken one is a txlc bug); it
+// throws InternalError naming file and line. Anything a user can get wrong
+// (spec, weights, tokens, flags) is reported with txl::Error: one line naming
+// the file, the place, what was expected and what was found.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace txl {
+
+// A problem with user input. what() is one line, ready to print.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// A broken internal invariant: a bug in txlc.
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message) : std::logic_error(message) {}
+};
+
+[[noreturn]] void failCheck(const char* file, int line, const char* cond, const std::string& message);
+
+}  // namespace txl
+
+#define TXL_CHECK(cond, message)                                       \
+  do {                                                                  \
+    if (!(cond)) ::txl::failCheck(__FILE__, __LINE__, #cond, (message)); \
+  } while (0)

@@ -1,0 +1,54 @@
+// ir/tensor.h - a host tensor: a TensorType plus a buffer.
+//
+// The buffer is shared: a Tensor may view memory owned by something else (a
+// memory-mapped safetensors file, an arena) through `owner`, or own a fresh
+// 64-byte aligned allocation. Copying a Tensor copies the view, not the data.
+//
+//   Tensor t = Tensor::zeros({DType::F32, {4, 8}});
+//   t.data<float>()[0] = 1.0f;
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "ir/types.h"
+
+namespace txl::ir {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A view of `data`, kept alive by `owner` (may be null for unowned views).
+  Tensor(TensorType type, void* data, std::shared_ptr<void> owner)
+      : type_(std::move(type)), data_(data), owner_(std::move(owner)) {}
+
+  static Tensor zeros(TensorType type);                // owns a zero-filled buffer
+  Tensor clone() const;                                // deep copy into an owned buffer
+
+  const TensorType& type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  std::int64_t numel() const { return type_.numel(); }
+  std::size_t bytes() const { return type_.bytes(); }
+  bool empty() const { return data_ == nullptr && type_.numel() != 0; }
+
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+  template <typename T> T* data() { return static_cast<T*>(data_); }
+  template <typename T> const T* data() const { return static_cast<const T*>(data_); }
+  template <typename T> std::span<T> span() { return {data<T>(), static_cast<std::size_t>(numel())}; }
+  template <typename T> std::span<const T> span() const {
+    return {data<T>(), static_cast<std::size_t>(numel())};
+  }
+
+  // Same buffer, another shape with the same element count.
+  Tensor reshaped(Shape shape) const;
+
+ private:
+  TensorType type_;
+  void* data_ = nullptr;
+  std::shared_ptr<void> owner_;
+};
+
+}  // namespace txl::ir
