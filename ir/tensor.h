@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "ir/types.h"
 
@@ -50,5 +52,8 @@ class Tensor {
   void* data_ = nullptr;
   std::shared_ptr<void> owner_;
 };
+
+// Tensors by name: weights, graph inputs and outputs.
+using TensorMap = std::map<std::string, Tensor>;
 
 }  // namespace txl::ir

@@ -1,0 +1,49 @@
+// backend/executor.h - the interface both executors implement.
+//
+// An Executor compiles a verified graph at its static shapes, with its
+// weights bound, into a CompiledGraph: an execution plan built once and run
+// for every segment of that shape.
+//
+// Names: graph inputs are passed by their `name` attribute; the memory a
+// mem_read of slot s reads is passed as "mem.<s>". Outputs are returned by
+// their `name`; what a mem_write of slot s writes comes back as "mem.<s>".
+// Weights are looked up by the `name` of each weight op.
+//
+//   auto exe = makeReferenceExecutor();
+//   auto plan = exe->compile(graph, weights);
+//   const TensorMap& out = plan->run({{"tokens", tokens}, {"mem.0", mem0}});
+//   out.at("hidden");   // valid until the next run()
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace txl::backend {
+
+using ir::TensorMap;
+
+class CompiledGraph {
+ public:
+  virtual ~CompiledGraph() = default;
+  // Runs the plan. Inputs must have exactly the graph's declared types
+  // (txl::Error otherwise). The returned tensors are owned by the plan and
+  // stay valid until the next run(); one plan runs on one thread at a time.
+  virtual const TensorMap& run(const TensorMap& inputs) = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string name() const = 0;
+  // `weights` must outlive the returned plan. Throws txl::Error when a weight
+  // is missing or has the wrong type.
+  virtual std::unique_ptr<CompiledGraph> compile(const ir::Graph& graph, const TensorMap& weights) = 0;
+};
+
+// The name under which a mem_read / mem_write of `slot` appears in TensorMaps.
+inline std::string memName(std::int64_t slot) { return "mem." + std::to_string(slot); }
+
+}  // namespace txl::backend
