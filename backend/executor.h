@@ -43,6 +43,12 @@ class Executor {
   virtual std::unique_ptr<CompiledGraph> compile(const ir::Graph& graph, const TensorMap& weights) = 0;
 };
 
+// Checks that `inputs` holds a tensor of the declared type for every input
+// and mem_read of `graph`; throws txl::Error naming the first mismatch.
+void checkInputs(const ir::Graph& graph, const TensorMap& inputs);
+// Checks that `weights` holds every weight of `graph` with its declared type.
+void checkWeights(const ir::Graph& graph, const TensorMap& weights);
+
 // The name under which a mem_read / mem_write of `slot` appears in TensorMaps.
 inline std::string memName(std::int64_t slot) { return "mem." + std::to_string(slot); }
 
