@@ -1,0 +1,48 @@
+// passes/pipeline.cpp - the default pipeline, as a commented list.
+#include "passes/pipeline.h"
+
+#include <sstream>
+
+#include "ir/check.h"
+#include "passes/registry.h"
+
+namespace txl::passes {
+
+const std::vector<std::string>& defaultPipeline() {
+  static const std::vector<std::string> pipeline = {
+      // Last: drop whatever the rewrites above left without users.
+      "dce",
+  };
+  return pipeline;
+}
+
+std::vector<std::string> parsePassList(const std::string& text) {
+  std::vector<std::string> names;
+  if (text == "none") return names;
+  std::stringstream in(text);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (name.empty()) throw Error("--passes: empty pass name in '" + text + "'");
+    createPass(name);  // validates
+    names.push_back(name);
+  }
+  if (names.empty()) throw Error("--passes: expected a comma-separated list of passes or 'none'");
+  return names;
+}
+
+std::vector<std::string> selectedPasses(const PipelineOptions& options) {
+  for (const auto& name : options.disabled) createPass(name);  // validates
+  std::vector<std::string> out;
+  for (const auto& name : options.passes ? *options.passes : defaultPipeline())
+    if (!options.disabled.count(name)) out.push_back(name);
+  return out;
+}
+
+std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const PipelineOptions& options, ir::PassContext& ctx) {
+  ir::PassManager pm(options.manager);
+  for (const auto& name : selectedPasses(options)) pm.add(createPass(name));
+  pm.run(g, ctx);
+  return pm.timings();
+}
+
+}  // namespace txl::passes

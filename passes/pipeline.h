@@ -1,0 +1,32 @@
+// passes/pipeline.h - the default optimization pipeline and pipeline options.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/pass_manager.h"
+
+namespace txl::passes {
+
+// The default pipeline, in order (pipeline.cpp says why each pass is where it is).
+const std::vector<std::string>& defaultPipeline();
+
+// What a user can say about the pipeline (--passes, --disable-pass, ...).
+struct PipelineOptions {
+  std::optional<std::vector<std::string>> passes;  // empty optional: the default pipeline
+  std::set<std::string> disabled;
+  ir::PassManagerOptions manager;
+};
+
+// "a,b,c" or "none" -> pass names; validates every name (txl::Error otherwise).
+std::vector<std::string> parsePassList(const std::string& text);
+
+// The pass names a PipelineOptions selects, after --disable-pass.
+std::vector<std::string> selectedPasses(const PipelineOptions& options);
+
+// Runs the selected pipeline on `g`; throws txl::Error naming a failing pass.
+std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const PipelineOptions& options, ir::PassContext& ctx);
+
+}  // namespace txl::passes
