@@ -1,0 +1,107 @@
+// frontend/model_loader.cpp - resolving MODEL [--weights FILE] into a spec and weights.
+#include "frontend/model_loader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+#include "frontend/safetensors.h"
+#include "ir/check.h"
+
+namespace txl::frontend {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool isFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// The safetensors files directly inside `dir`, sorted.
+std::vector<std::string> safetensorsIn(const fs::path& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() == ".safetensors" && isFile(p)) found.push_back(p.string());
+  }
+  if (ec) throw Error(dir.string() + ": cannot list: " + ec.message());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+LoadedModel loadModel(const std::string& modelPath, const std::optional<std::string>& weightsPath,
+                      const LoadOptions& options) {
+  if (weightsPath && options.randomWeights)
+    throw Error("--weights " + *weightsPath + " and --random-weights exclude each other; give one");
+  std::error_code ec;
+  fs::file_status st = fs::status(modelPath, ec);
+  if (ec || !fs::exists(st))
+    throw Error(modelPath + ": no such file or directory (expected a spec JSON file or a model directory)");
+
+  LoadedModel m;
+  std::string weights;
+  if (fs::is_directory(st)) {
+    const fs::path dir(modelPath);
+    m.dir = modelPath;
+    const fs::path config = dir / "config.json";
+    if (!isFile(config))
+      throw Error(modelPath + ": no config.json (a model directory holds config.json, one *.safetensors file and "
+                              "optionally vocab.json or vocab.txt)");
+    m.spec = loadModelSpec(config.string());
+    if (isFile(dir / "model.safetensors.index.json"))
+      throw Error(modelPath + ": sharded checkpoints (model.safetensors.index.json) are not supported; merge the "
+                              "shards into one safetensors file");
+    const bool json = isFile(dir / "vocab.json"), txt = isFile(dir / "vocab.txt");
+    if (json && txt)
+      throw Error(modelPath + ": both vocab.json and vocab.txt; expected at most one vocabulary file");
+    if (json) m.vocabPath = (dir / "vocab.json").string();
+    if (txt) m.vocabPath = (dir / "vocab.txt").string();
+    if (weightsPath) {
+      weights = *weightsPath;
+    } else if (!options.randomWeights) {
+      auto found = safetensorsIn(dir);
+      if (found.empty())
+        throw Error(modelPath + ": no *.safetensors file (pass --weights FILE, or --random-weights)");
+      if (found.size() > 1) {
+        std::string list;
+        for (const auto& f : found) list += (list.empty() ? "" : ", ") + fs::path(f).filename().string();
+        throw Error(modelPath + ": " + std::to_string(found.size()) + " safetensors files (" + list +
+                    "); expected one, or pick one with --weights FILE");
+      }
+      weights = found.front();
+    }
+  } else if (fs::is_regular_file(st)) {
+    m.dir = fs::path(modelPath).parent_path().string();
+    if (m.dir.empty()) m.dir = ".";
+    if (fs::path(modelPath).extension() == ".safetensors")
+      throw Error(modelPath + ": expected a spec JSON file or a model directory as MODEL; pass weights with "
+                              "--weights FILE");
+    m.spec = loadModelSpec(modelPath);
+    if (weightsPath) {
+      weights = *weightsPath;
+    } else if (!options.randomWeights) {
+      throw Error(modelPath + ": a spec file needs weights: pass --weights FILE (or --random-weights)");
+    }
+  } else {
+    throw Error(modelPath + ": not a regular file or directory");
+  }
+
+  if (options.randomWeights) {
+    m.weights = randomWeights(m.spec, options.seed);
+  } else {
+    if (fs::is_directory(weights, ec))
+      throw Error(weights + ": is a directory; --weights expects a safetensors file");
+    SafetensorsFile file = SafetensorsFile::open(weights);
+    m.weights = bindWeights(m.spec, file, options.bind);
+    m.weightsPath = weights;
+  }
+  return m;
+}
+
+}  // namespace txl::frontend

@@ -1,0 +1,67 @@
+// frontend/model_spec.h - the hyperparameters of a Transformer-XL model.
+//
+// A ModelSpec is what the reference's MemTransformerLM constructor takes
+// (kimiyoung/transformer-xl, pytorch/mem_transformer.py), validated. It is read
+// from JSON in one of two dialects:
+//   - reference names, as in the conformance cases' `config` (n_token, n_layer,
+//     ..., with the reference's defaults for optional keys);
+//   - a Hugging Face `config.json` with "model_type": "transfo-xl" (vocab_size,
+//     proj_share_all_but_first, tie_word_embeddings, aliases such as
+//     hidden_size; Hugging Face's defaults for keys it leaves out).
+// Every problem is reported as one txl::Error line naming the file and the
+// JSON pointer: `config.json: /cutoffs/1: must be greater than /cutoffs/0
+// (20000), got 100`. docs/MODEL_SPEC.md lists every key.
+//
+//   ModelSpec spec = loadModelSpec("models/kjv-char/config.json");
+//   for (std::int64_t i = 0; i < spec.clusterCount(); ++i) use(spec.clusterEmbedDim(i));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace txl::frontend {
+
+struct ModelSpec {
+  std::int64_t n_token = 0, n_layer = 0, n_head = 0, d_model = 0, d_head = 0, d_inner = 0, d_embed = 0;
+  std::int64_t div_val = 1;
+  std::vector<std::int64_t> cutoffs;
+  bool tie_weight = true;
+  std::vector<bool> tie_projs;  // one per cluster: cutoffs.size() + 1
+  bool pre_lnorm = false;
+  std::int64_t tgt_len = 0, ext_len = 0, mem_len = 0;
+  bool same_length = false;
+  std::int64_t attn_type = 0, clamp_len = -1;  // clamp_len <= 0: no clamping
+  bool untie_r = false;
+  double layer_norm_epsilon = 1e-5;
+  std::string source;                 // the file it came from, for messages
+  std::vector<std::string> warnings;  // non-fatal remarks (unknown keys), for the tool to print
+
+  nlohmann::json toJson() const;                       // reference names, every key
+  std::int64_t clusterCount() const;                   // cutoffs.size() + 1
+  std::vector<std::int64_t> clusterBounds() const;     // [0, cutoffs..., n_token]
+  std::int64_t clusterEmbedDim(std::int64_t i) const;  // d_embed / div_val^i
+  std::int64_t parameterCount() const;                 // distinct parameters (tied ones once)
+};
+
+// Limits applied by the validation (documented in docs/MODEL_SPEC.md).
+inline constexpr std::int64_t kMaxDim = 2147483647;                     // any one size
+inline constexpr std::int64_t kMaxParameterBytes = std::int64_t{64} << 30;  // f32 weights, 64 GiB
+
+// Validates `j` (reference names or a Hugging Face transfo-xl config) and
+// returns the spec; `file` names the source in error messages.
+ModelSpec parseModelSpec(const nlohmann::json& j, const std::string& file);
+
+// Reads and parses a JSON file; malformed JSON gives "path: line L column C: ...".
+ModelSpec loadModelSpec(const std::string& path);
+
+// Parses JSON text strictly: syntax errors become txl::Error
+// "file: line L column C: what", and a key repeated inside one object (which
+// nlohmann would silently resolve to its last value) is refused as
+// "file: /pointer: duplicate key". Shared by the spec and safetensors readers.
+nlohmann::json parseJsonText(std::string_view text, const std::string& file);
+
+}  // namespace txl::frontend
