@@ -4,10 +4,12 @@
 // host tensors, and returns a fresh tensor (reshape returns a view: tensors are
 // never modified after they are produced). Arithmetic is float32 with dot
 // products and reductions accumulated in double; ids and indices are i64.
-// Ops that only move data (concat, slice, reshape, permute, pad, embedding,
-// pick, constant) accept any dtype; add/sub/mul accept f32 and i64; the rest
-// need f32. Another dtype throws txl::Error naming the op. Shapes are assumed
-// to be what shape inference allows (checked with TXL_CHECK).
+// Ops that only move data (concat, slice, reshape, permute, pad, rel_shift,
+// embedding, pick, constant) accept any dtype; add/sub/mul also accept i64;
+// the float ops take f32, or bf16 widened to f32 with a bf16 result rounded
+// back (the result has the dtype shape inference gives it). Another dtype
+// throws txl::Error naming the op. Shapes are assumed to be what shape
+// inference allows (checked with TXL_CHECK).
 //
 //   Tensor s = ref::matmul(q, k, /*transposeA=*/false, /*transposeB=*/true);
 //   Tensor p = ref::softmax(ref::maskedFill(s, ref::attnMask(3, 2, 2, true), -INFINITY), -1);

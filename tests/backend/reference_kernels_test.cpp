@@ -293,3 +293,23 @@ TEST_CASE("the reference interpreter runs a graph with memory", "[reference][int
     CHECK_THROWS_AS(exe->compile(g, partial), txl::Error);
   }
 }
+
+TEST_CASE("bf16 operands are widened, bf16 results rounded", "[reference]") {
+  auto bf16 = [](Shape shape, const std::vector<float>& values) {
+    Tensor t = Tensor::zeros({DType::BF16, std::move(shape)});
+    for (std::size_t i = 0; i < values.size(); ++i) t.data<std::uint16_t>()[i] = ref::floatToBf16(values[i]);
+    return t;
+  };
+  // f32 activations against bf16 weights give f32 (the values are exact in bf16).
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  expectF32(ref::linear(x, bf16({2, 3}, {1, 0, -1, 0.5f, 0.5f, 0.5f})), {2, 2}, {-2, 3, -2, 7.5f});
+  // bf16 + bf16 is bf16: 1 + 2^-8 rounds back to 1 (a tie, to even).
+  Tensor sum = ref::add(bf16({2}, {1, 2}), bf16({2}, {1.0f / 256, 0.5f}));
+  REQUIRE(sum.type() == ir::TensorType{DType::BF16, {2}});
+  CHECK(ref::bf16ToFloat(sum.data<std::uint16_t>()[0]) == 1.0f);
+  CHECK(ref::bf16ToFloat(sum.data<std::uint16_t>()[1]) == 2.5f);
+  // Data movement keeps the dtype.
+  Tensor moved = ref::permute(bf16({1, 2}, {3, 4}), {1, 0});
+  CHECK(moved.type() == ir::TensorType{DType::BF16, {2, 1}});
+  CHECK(ref::bf16ToFloat(moved.data<std::uint16_t>()[1]) == 4.0f);
+}
