@@ -1,0 +1,297 @@
+// backend/onednn_executor.cpp - compile a graph into a oneDNN plan; run it.
+//
+// Algorithm (compile):
+//   1. Place every value, in topological order: inputs and mem_reads get a
+//      buffer rebound on every run; weights the user's buffer; constant,
+//      pos_encoding and attn_mask a constant buffer; reshape and a contiguous
+//      slice alias their operand; an output aliases its operand unless that
+//      lives in a user's buffer (then it gets a copy); anything else a fresh
+//      value in the arena.
+//   2. Liveness: an arena value lives from its definition to the last use of
+//      it or of any alias of it (outputs: to the end). Offsets by best fit
+//      over the values live at the definition, 64-byte aligned.
+//   3. Lower every node (onednn_lowering.cpp) into steps over those views.
+//   4. Allocate the shared temporary buffer and the scratchpad, bind them.
+// run() binds the input handles, executes the steps on one stream, waits.
+#include "backend/onednn_executor.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "backend/onednn_lowering.h"
+#include "ir/check.h"
+#include "ir/shape_inference.h"
+
+namespace txl::backend {
+
+namespace {
+
+using onednn::BufferKind;
+using onednn::Plan;
+using onednn::View;
+
+constexpr std::size_t kAlign = 64;
+constexpr std::size_t kForever = std::numeric_limits<std::size_t>::max();
+
+std::size_t alignUp(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+struct ArenaValue {
+  std::size_t bytes = 0;
+  std::size_t def = 0, lastUse = 0;
+  std::size_t offset = 0;
+};
+
+// Best-fit offsets for values defined in increasing `def` order; returns the arena size.
+std::size_t assignOffsets(std::vector<ArenaValue>& values) {
+  struct Block {
+    std::size_t offset, end, lastUse;
+  };
+  std::vector<Block> live;  // sorted by offset
+  std::size_t total = 0;
+  for (ArenaValue& v : values) {
+    std::erase_if(live, [&](const Block& b) { return b.lastUse < v.def; });
+    const std::size_t size = alignUp(v.bytes);
+    std::size_t best = kForever, bestGap = kForever, cursor = 0;
+    for (const Block& b : live) {
+      if (b.offset >= cursor && b.offset - cursor >= size && b.offset - cursor < bestGap) {
+        best = cursor;
+        bestGap = b.offset - cursor;
+      }
+      cursor = std::max(cursor, b.end);
+    }
+    if (best == kForever) best = cursor;
+    v.offset = best;
+    live.push_back({best, best + size, v.lastUse});
+    std::sort(live.begin(), live.end(), [](const Block& a, const Block& b) { return a.offset < b.offset; });
+    total = std::max(total, best + size);
+  }
+  return total;
+}
+
+// Whether slice `n` of a dense operand is itself a contiguous range (every dimension before the axis is 1).
+bool contiguousSlice(const ir::Graph& g, ir::Node n) {
+  const auto& x = g.type(g.operand(n, 0));
+  const std::int64_t axis = *ir::normalizeAxis(g.op(n).attrs.getInt("axis"), x.rank());
+  for (std::int64_t d = 0; d < axis; ++d)
+    if (x.shape[d] != 1) return false;
+  return true;
+}
+
+std::string nodeName(const ir::Graph& g, ir::Node n) {
+  std::string s = std::string(ir::opInfo(g.kind(n)).name) + " (node " + std::to_string(g.op(n).id);
+  if (g.op(n).type) s += ", " + g.op(n).type->str();
+  return s + ")";
+}
+
+class OnednnPlan final : public OnednnCompiledGraph {
+ public:
+  OnednnPlan(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options) {
+    compile(graph, weights, options);
+  }
+  const TensorMap& run(const TensorMap& inputs) override;
+  const std::vector<StepInfo>& steps() const override { return plan_.info; }
+  std::size_t arenaBytes() const override { return plan_.arenaBytes; }
+  std::size_t constantBytes() const override { return plan_.constantBytes; }
+
+ private:
+  void compile(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options);
+  Plan plan_;
+};
+
+void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const OnednnOptions& options) {
+  checkWeights(g, weights);
+  const std::vector<ir::Node> order = g.topologicalOrder();
+  const int arena = plan_.addBuffer(BufferKind::Arena);
+  plan_.tempBuffer = plan_.addBuffer(BufferKind::Temp);
+  plan_.scratchpadBuffer = plan_.addBuffer(BufferKind::Scratchpad);
+
+  // 1. Placement. Arena views hold offsets relative to their root value until step 2.
+  std::unordered_map<ir::Node, View> views;
+  std::unordered_map<ir::Node, int> root;  // arena value of a node's view, or -1
+  std::unordered_map<ir::Node, bool> aliased;
+  std::unordered_map<std::string, int> namedBuffers;
+  std::vector<ArenaValue> values;
+  auto newArena = [&](ir::Node n, const ir::TensorType& type, std::size_t t) {
+    views[n] = View{arena, 0, type};
+    root[n] = static_cast<int>(values.size());
+    values.push_back({type.bytes(), t, t, 0});
+  };
+  auto use = [&](ir::Node operand, std::size_t t) {
+    if (int r = root.at(operand); r >= 0) values[r].lastUse = std::max(values[r].lastUse, t);
+  };
+  for (std::size_t t = 0; t < order.size(); ++t) {
+    const ir::Node n = order[t];
+    const ir::OpData& op = g.op(n);
+    for (ir::Node o : g.operands(n)) use(o, t);
+    root[n] = -1;
+    aliased[n] = false;
+    switch (op.kind) {
+      case ir::OpKind::Input:
+      case ir::OpKind::MemRead: {
+        std::string name = op.kind == ir::OpKind::Input ? op.attrs.getString("name") : memName(op.attrs.getInt("slot"));
+        auto [it, fresh] = namedBuffers.try_emplace("in:" + name, -1);
+        if (fresh) {
+          it->second = plan_.addBuffer(BufferKind::Input);
+          plan_.inputs.push_back({name, *op.type, it->second});
+        }
+        views[n] = View{it->second, 0, *op.type};
+        break;
+      }
+      case ir::OpKind::Weight: {
+        const std::string& name = op.attrs.getString("name");
+        auto [it, fresh] = namedBuffers.try_emplace("w:" + name, -1);
+        if (fresh) it->second = plan_.addBuffer(BufferKind::Weight, const_cast<void*>(weights.at(name).raw()));
+        views[n] = View{it->second, 0, *op.type};
+        break;
+      }
+      case ir::OpKind::Constant:
+      case ir::OpKind::PosEncoding:
+      case ir::OpKind::AttnMask:
+        views[n] = View{plan_.addBuffer(BufferKind::Constant, plan_.allocate(op.type->bytes())), 0, *op.type};
+        plan_.constantBytes += op.type->bytes();
+        break;
+      case ir::OpKind::Reshape:
+      case ir::OpKind::Slice:
+      case ir::OpKind::Output:
+      case ir::OpKind::MemWrite: {
+        const ir::Node x = g.operand(n, 0);
+        const View& xv = views.at(x);
+        const BufferKind k = plan_.buffers[xv.buffer].kind;
+        const bool sink = op.kind == ir::OpKind::Output || op.kind == ir::OpKind::MemWrite;
+        const ir::TensorType type = sink ? xv.type : *op.type;
+        bool alias = op.kind == ir::OpKind::Reshape || (op.kind == ir::OpKind::Slice && contiguousSlice(g, n)) ||
+                     (sink && k != BufferKind::Input && k != BufferKind::Weight);
+        if (!alias) {
+          newArena(n, type, t);
+          if (sink) values.back().lastUse = kForever;
+          break;
+        }
+        View v = xv;
+        v.type = type;
+        if (op.kind == ir::OpKind::Slice) {
+          const std::int64_t axis = *ir::normalizeAxis(op.attrs.getInt("axis"), xv.type.rank());
+          v.offset += op.attrs.getInt("start") * onednn::denseStrides(xv.type.shape)[axis] * ir::dtypeSize(type.dtype);
+        }
+        views[n] = v;
+        root[n] = root.at(x);
+        aliased[n] = true;
+        if (sink && root[n] >= 0) values[root[n]].lastUse = kForever;
+        break;
+      }
+      case ir::OpKind::Add:
+      case ir::OpKind::Sub:
+      case ir::OpKind::Mul:
+      case ir::OpKind::Scale:
+      case ir::OpKind::Relu:
+      case ir::OpKind::MaskedFill:
+      case ir::OpKind::Concat:
+      case ir::OpKind::Permute:
+      case ir::OpKind::Pad:
+      case ir::OpKind::Embedding:
+      case ir::OpKind::Linear:
+      case ir::OpKind::MatMul:
+      case ir::OpKind::LayerNorm:
+      case ir::OpKind::Softmax:
+      case ir::OpKind::LogSoftmax:
+      case ir::OpKind::RelShift:
+      case ir::OpKind::Pick:
+        newArena(n, *op.type, t);
+        break;
+    }
+  }
+
+  // 2. Offsets in one arena.
+  plan_.arenaBytes = assignOffsets(values);
+  plan_.buffers[arena].ptr = plan_.allocate(plan_.arenaBytes);
+  for (auto& [n, v] : views)
+    if (int r = root.at(n); r >= 0) v.offset += values[r].offset;
+
+  // 3. Lowering.
+  onednn::Lowering lowering(plan_, g, options);
+  for (ir::Node n : order) {
+    std::vector<View> ops;
+    for (ir::Node o : g.operands(n)) ops.push_back(views.at(o));
+    const View out = views.count(n) ? views.at(n) : View{};
+    try {
+      lowering.lower(n, ops, out, aliased.at(n));
+    } catch (const dnnl::error& e) {
+      throw InternalError("oneDNN lowering of " + nodeName(g, n) + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error("oneDNN lowering of " + nodeName(g, n) + ": " + e.what());
+    }
+    const ir::OpKind k = g.kind(n);
+    if (k == ir::OpKind::Output || k == ir::OpKind::MemWrite) {
+      std::string name = k == ir::OpKind::Output ? g.op(n).attrs.getString("name") : memName(g.op(n).attrs.getInt("slot"));
+      plan_.outputs[name] = ir::Tensor(out.type, plan_.ptr(out), nullptr);
+    }
+  }
+
+  // 4. The temporary buffer and the scratchpad, bound once; input bindings first.
+  plan_.buffers[plan_.tempBuffer].ptr = plan_.allocate(plan_.tempBytes);
+  plan_.buffers[plan_.scratchpadBuffer].ptr = plan_.allocate(plan_.scratchpadBytes);
+  std::stable_partition(plan_.bindings.begin(), plan_.bindings.end(),
+                        [&](const onednn::Binding& b) { return plan_.buffers[b.buffer].kind == BufferKind::Input; });
+  for (const onednn::Binding& b : plan_.bindings) {
+    if (plan_.buffers[b.buffer].kind == BufferKind::Input)
+      ++plan_.inputBindings;
+    else
+      b.mem.set_data_handle(static_cast<char*>(plan_.buffers[b.buffer].ptr) + b.offset);
+  }
+}
+
+const TensorMap& OnednnPlan::run(const TensorMap& inputs) {
+  for (const onednn::PlanInput& in : plan_.inputs) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end()) throw Error("input '" + in.name + "' is missing");
+    if (it->second.type() != in.type)
+      throw Error("input '" + in.name + "': expected " + in.type.str() + ", got " + it->second.type().str());
+    plan_.buffers[in.buffer].ptr = const_cast<void*>(it->second.raw());
+  }
+  std::size_t i = 0;
+  try {
+    for (std::size_t b = 0; b < plan_.inputBindings; ++b) {
+      const onednn::Binding& bind = plan_.bindings[b];
+      bind.mem.set_data_handle(static_cast<char*>(plan_.buffers[bind.buffer].ptr) + bind.offset);
+    }
+    for (; i < plan_.steps.size(); ++i) {
+      onednn::Step& s = plan_.steps[i];
+      if (s.primitive) {
+        s.primitive->execute(plan_.stream, s.args);
+      } else {
+        plan_.stream.wait();
+        s.kernel();
+      }
+    }
+    plan_.stream.wait();
+  } catch (const dnnl::error& e) {
+    std::string where = i < plan_.info.size() ? plan_.info[i].op + " (node " + std::to_string(plan_.info[i].node) + ")"
+                                              : std::string("input binding");
+    throw InternalError("oneDNN execution of " + where + ": " + e.what());
+  }
+  return plan_.outputs;
+}
+
+class OnednnExecutor final : public Executor {
+ public:
+  explicit OnednnExecutor(const OnednnOptions& options) : options_(options) {}
+  std::string name() const override { return "onednn"; }
+  std::unique_ptr<CompiledGraph> compile(const ir::Graph& graph, const TensorMap& weights) override {
+    try {
+      return std::make_unique<OnednnPlan>(graph, weights, options_);
+    } catch (const dnnl::error& e) {
+      throw InternalError(std::string("oneDNN: ") + e.what());
+    }
+  }
+
+ private:
+  OnednnOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> makeOnednnExecutor(const OnednnOptions& options) {
+  return std::make_unique<OnednnExecutor>(options);
+}
+
+}  // namespace txl::backend

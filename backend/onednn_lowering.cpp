@@ -1,0 +1,370 @@
+// backend/onednn_lowering.cpp - one case per op kind: the steps (primitives
+// with argument maps, or own kernels) that compute a node into its view.
+//
+// Values are dense row-major; strided access (transposes, slices, permutes,
+// pad interiors) is expressed by memory descriptors with explicit strides
+// over the producer's buffer, with handles offset by the view's start.
+#include <cstring>
+
+#include "backend/onednn_kernels.h"
+#include "backend/onednn_lowering.h"
+#include "ir/check.h"
+#include "ir/shape_inference.h"
+
+namespace txl::backend::onednn {
+
+using dnnl::memory;
+
+void* Plan::allocate(std::size_t bytes) {
+  const std::size_t size = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, size);
+  if (!p) throw Error("out of memory allocating " + std::to_string(size) + " bytes");
+  std::memset(p, 0, size);
+  storage.emplace_back(p, [](void* q) { std::free(q); });
+  return p;
+}
+
+dnnl::memory Lowering::mem(const View& v, const memory::desc& md, std::size_t extraOffset) {
+  const Buffer& b = plan_.buffers[v.buffer];
+  const bool late = b.kind == BufferKind::Input || b.kind == BufferKind::Temp || b.kind == BufferKind::Scratchpad;
+  void* p = late ? nullptr : plan_.ptr(v) + extraOffset;
+  dnnl::memory m(md, plan_.engine, p);
+  if (late) plan_.bindings.push_back({m, v.buffer, v.offset + extraOffset});
+  return m;
+}
+
+View Lowering::temp(const ir::TensorType& type) {
+  plan_.tempBytes = std::max(plan_.tempBytes, type.bytes());
+  return View{plan_.tempBuffer, 0, type};
+}
+
+void Lowering::record(ir::Node n, const char* kind, const std::string& impl) {
+  plan_.info.push_back({std::string(ir::opInfo(g_.kind(n)).name), g_.op(n).id, kind, impl});
+}
+
+void Lowering::addPrimitive(ir::Node n, const dnnl::primitive_desc_base& pd, const char* kind,
+                            std::unordered_map<int, memory> args) {
+  const std::size_t scratch = pd.scratchpad_desc().get_size();
+  if (scratch > 0) {
+    plan_.scratchpadBytes = std::max(plan_.scratchpadBytes, scratch);
+    args[DNNL_ARG_SCRATCHPAD] = mem(View{plan_.scratchpadBuffer, 0, {}}, pd.scratchpad_desc());
+  }
+  plan_.steps.push_back({dnnl::primitive(pd.get()), std::move(args), {}});
+  record(n, kind, pd.impl_info_str());
+}
+
+void Lowering::addKernel(ir::Node n, const char* name, std::function<void()> kernel) {
+  plan_.steps.push_back({std::nullopt, {}, std::move(kernel)});
+  record(n, "kernel", name);
+}
+
+bool Lowering::isConstant(const View& v) const {
+  BufferKind k = plan_.buffers[v.buffer].kind;
+  return k == BufferKind::Weight || k == BufferKind::Constant;
+}
+
+// A constant weight in the layout `wantMd`: bound as is when that is its
+// plain layout, else reordered once, now, into a plan-owned buffer (shared by
+// every primitive that asks for the same weight in the same layout).
+dnnl::memory Lowering::constantWeights(const View& w, const memory::desc& plainMd, const memory::desc& wantMd) {
+  if (wantMd == plainMd) return mem(w, plainMd);
+  for (const Blocked& b : blocked_)
+    if (b.buffer == w.buffer && b.offset == w.offset && b.md == wantMd) return b.mem;
+  void* p = plan_.allocate(wantMd.get_size());
+  plan_.constantBytes += wantMd.get_size();
+  memory blockedMem(wantMd, plan_.engine, p);
+  memory plainMem = mem(w, plainMd);
+  dnnl::reorder(plainMem, blockedMem).execute(plan_.stream, plainMem, blockedMem);
+  plan_.stream.wait();
+  blocked_.push_back({w.buffer, w.offset, wantMd, blockedMem});
+  return blockedMem;
+}
+
+// A reorder from (src, srcMd at +srcOff bytes) to (dst, dstMd at +dstOff);
+// i64 data goes through the strided-copy kernel.
+void Lowering::copy(ir::Node n, const View& src, const memory::desc& srcMd, std::size_t srcOff, const View& dst,
+                    const memory::desc& dstMd, std::size_t dstOff) {
+  auto pd = dnnl::reorder::primitive_desc(plan_.engine, srcMd, plan_.engine, dstMd, scratchpadAttr());
+  addPrimitive(n, pd, "reorder", {{DNNL_ARG_FROM, mem(src, srcMd, srcOff)}, {DNNL_ARG_TO, mem(dst, dstMd, dstOff)}});
+}
+
+void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View& out) {
+  const View& x = ops[0];
+  const View& w = ops[1];
+  const bool constW = isConstant(w) && opt_.blockedWeights;
+  auto pd = linearPd(plan_.engine, x.type, w.type, ops.size() == 3, constW);
+  memory::desc plainMd = linearPlainWeightsMd(w.type);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())},
+                                       {DNNL_ARG_DST, mem(out, pd.dst_desc())}};
+  args[DNNL_ARG_WEIGHTS] = constW ? constantWeights(w, plainMd, pd.weights_desc()) : mem(w, pd.weights_desc());
+  if (ops.size() == 3) args[DNNL_ARG_BIAS] = mem(ops[2], pd.bias_desc());
+  addPrimitive(n, pd, "matmul", std::move(args));
+}
+
+void Lowering::lowerMatMul(ir::Node n, const std::vector<View>& ops, const View& out) {
+  const auto& attrs = g_.op(n).attrs;
+  auto mds = matmulMds(ops[0].type, ops[1].type, out.type, attrs.getBool("transpose_a"), attrs.getBool("transpose_b"));
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(mds.src, mds.weights, mds.dst), scratchpadAttr(), plan_.engine);
+  addPrimitive(n, pd, "matmul",
+               {{DNNL_ARG_SRC, mem(ops[0], mds.src)}, {DNNL_ARG_WEIGHTS, mem(ops[1], mds.weights)},
+                {DNNL_ARG_DST, mem(out, mds.dst)}});
+}
+
+namespace {
+// Strides (elements) of `t` seen in `rank` dimensions broadcast to `shape`: 0 where broadcast.
+std::vector<std::int64_t> broadcastStrides(const ir::TensorType& t, const ir::Shape& shape) {
+  const std::size_t rank = shape.size(), pad = rank - t.shape.size();
+  ir::Shape padded(pad, 1);
+  padded.insert(padded.end(), t.shape.begin(), t.shape.end());
+  auto strides = denseStrides(padded);
+  for (std::size_t d = 0; d < rank; ++d)
+    if (padded[d] == 1 && shape[d] != 1) strides[d] = 0;
+  return strides;
+}
+memory::desc paddedMd(const ir::TensorType& t, std::size_t rank) {
+  if (rank == 0) return Lowering::denseMd(t);
+  ir::Shape padded(rank - t.shape.size(), 1);
+  padded.insert(padded.end(), t.shape.begin(), t.shape.end());
+  return memory::desc(padded, dnnlType(t.dtype), denseStrides(padded));
+}
+}  // namespace
+
+void Lowering::lowerBinary(ir::Node n, const std::vector<View>& ops, const View& out) {
+  const ir::OpKind kind = g_.kind(n);
+  const int code = kind == ir::OpKind::Add ? 0 : kind == ir::OpKind::Sub ? 1 : 2;
+  const ir::Shape& shape = out.type.shape;
+  if (out.type.dtype == ir::DType::I64) {
+    addKernel(n, "txl:binary_i64",
+              [p = &plan_, a = ops[0], b = ops[1], out, code, shape, sa = broadcastStrides(ops[0].type, shape),
+               sb = broadcastStrides(ops[1].type, shape)] {
+                kernels::binaryI64(reinterpret_cast<const std::int64_t*>(p->ptr(a)), sa.data(),
+                                   reinterpret_cast<const std::int64_t*>(p->ptr(b)), sb.data(),
+                                   reinterpret_cast<std::int64_t*>(p->ptr(out)), shape, code);
+              });
+    return;
+  }
+  static const dnnl::algorithm algs[] = {dnnl::algorithm::binary_add, dnnl::algorithm::binary_sub,
+                                         dnnl::algorithm::binary_mul};
+  const std::size_t rank = shape.size();
+  View src0 = ops[0], src1 = ops[1];
+  auto attr = scratchpadAttr();
+  memory::desc dstMd = denseMd(out.type);
+  if (ops[0].type.shape != shape) {
+    if (ops[1].type.shape == shape) {
+      std::swap(src0, src1);  // a + b = b + a; a * b = b * a; a - b = -(b - a)
+      if (code == 1) {
+        dnnl::post_ops po;
+        po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, -1.0f, 0.0f);
+        attr.set_post_ops(po);
+      }
+    } else {
+      // Neither operand has the result's shape: broadcast a into the result, then combine in place.
+      addKernel(n, "txl:broadcast",
+                [p = &plan_, a = ops[0], out, sa = broadcastStrides(ops[0].type, shape), sd = denseStrides(shape)] {
+                  kernels::stridedCopy(p->ptr(a), sa.data(), p->ptr(out), sd.data(), out.type.shape,
+                                       ir::dtypeSize(out.type.dtype));
+                });
+      src0 = out;
+    }
+  }
+  memory::desc src0Md = paddedMd(src0.type, rank), src1Md = paddedMd(src1.type, rank);
+  if (src0.buffer == out.buffer && src0.offset == out.offset) src0Md = dstMd;
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(algs[code], src0Md, src1Md, dstMd), attr, plan_.engine);
+  addPrimitive(n, pd, "binary",
+               {{DNNL_ARG_SRC_0, mem(src0, src0Md)}, {DNNL_ARG_SRC_1, mem(src1, src1Md)}, {DNNL_ARG_DST, mem(out, dstMd)}});
+}
+
+void Lowering::lowerSoftmax(ir::Node n, const View& x, const View& out, bool log) {
+  const std::int64_t axis = *ir::normalizeAxis(g_.op(n).attrs.getInt("axis"), x.type.rank());
+  dnnl::primitive_desc pd = log ? dnnl::primitive_desc(logSoftmaxForwardPd(plan_.engine, x.type, axis))
+                                : dnnl::primitive_desc(softmaxForwardPd(plan_.engine, x.type, axis));
+  const char* kind = log ? "logsoftmax" : "softmax";
+  memory::desc md = pd.src_desc();
+  if (md.dims().size() == 2) {  // the axis is innermost already
+    addPrimitive(n, pd, kind, {{DNNL_ARG_SRC, mem(x, md)}, {DNNL_ARG_DST, mem(out, md)}});
+    return;
+  }
+  // [outer, A, inner]: to acb (axis innermost), softmax in place, back to abc.
+  memory::dims dims = md.dims();
+  memory::desc dense(dims, md.data_type(), memory::format_tag::abc);
+  View t = temp(x.type);
+  copy(n, x, dense, 0, t, md, 0);
+  addPrimitive(n, pd, kind, {{DNNL_ARG_SRC, mem(t, md)}, {DNNL_ARG_DST, mem(t, md)}});
+  copy(n, t, md, 0, out, dense, 0);
+}
+
+void Lowering::lowerConcat(ir::Node n, const std::vector<View>& ops, const View& out) {
+  const std::int64_t axis = *ir::normalizeAxis(g_.op(n).attrs.getInt("axis"), out.type.rank());
+  std::vector<View> srcs;
+  for (const View& v : ops)
+    if (v.type.numel() > 0) srcs.push_back(v);
+  if (srcs.empty()) return;
+  const auto outStrides = denseStrides(out.type.shape);
+  if (out.type.dtype == ir::DType::I64 || srcs.size() == 1) {
+    // Copy each operand into its slab of the result.
+    std::size_t off = 0;
+    for (const View& v : ops) {
+      if (v.type.numel() > 0) {
+        if (out.type.dtype == ir::DType::I64) {
+          addKernel(n, "txl:strided_copy", [p = &plan_, v, out, off, outStrides, srcStrides = denseStrides(v.type.shape)] {
+            kernels::stridedCopy(p->ptr(v), srcStrides.data(), p->ptr(out) + off, outStrides.data(),
+                                 v.type.shape, sizeof(std::int64_t));
+          });
+        } else {
+          copy(n, v, denseMd(v.type), 0, out, memory::desc(v.type.shape, dnnlType(v.type.dtype), outStrides), off);
+        }
+      }
+      off += v.type.shape[axis] * outStrides[axis] * ir::dtypeSize(v.type.dtype);
+    }
+    return;
+  }
+  std::vector<memory::desc> mds;
+  for (const View& v : srcs) mds.push_back(denseMd(v.type));
+  dnnl::concat::primitive_desc pd(denseMd(out.type), static_cast<int>(axis), mds, plan_.engine, scratchpadAttr());
+  std::unordered_map<int, memory> args{{DNNL_ARG_DST, mem(out)}};
+  for (std::size_t i = 0; i < srcs.size(); ++i) args[DNNL_ARG_MULTIPLE_SRC + int(i)] = mem(srcs[i], mds[i]);
+  addPrimitive(n, pd, "concat", std::move(args));
+}
+
+void Lowering::lowerPad(ir::Node n, const View& x, const View& out) {
+  const auto& attrs = g_.op(n).attrs;
+  const std::int64_t axis = *ir::normalizeAxis(attrs.getInt("axis"), x.type.rank());
+  const std::int64_t before = attrs.getInt("before"), after = attrs.getInt("after");
+  const double value = attrs.getFloat("value");
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= x.type.shape[d];
+  for (std::int64_t d = axis + 1; d < x.type.rank(); ++d) inner *= x.type.shape[d];
+  const std::int64_t mid = x.type.shape[axis];
+  if (before + after > 0 && out.type.numel() > 0)
+    addKernel(n, "txl:pad_fill", [p = &plan_, out, outer, before, mid, after, inner, value] {
+      kernels::padFill(p->ptr(out), out.type.dtype, outer, before, mid, after, inner, value);
+    });
+  if (x.type.numel() == 0) return;
+  const auto outStrides = denseStrides(out.type.shape);
+  const std::size_t off = before * outStrides[axis] * ir::dtypeSize(x.type.dtype);
+  if (x.type.dtype == ir::DType::I64) {
+    addKernel(n, "txl:strided_copy", [p = &plan_, x, out, off, outStrides, srcStrides = denseStrides(x.type.shape)] {
+      kernels::stridedCopy(p->ptr(x), srcStrides.data(), p->ptr(out) + off, outStrides.data(), x.type.shape,
+                           sizeof(std::int64_t));
+    });
+    return;
+  }
+  copy(n, x, denseMd(x.type), 0, out, memory::desc(x.type.shape, dnnlType(x.type.dtype), outStrides), off);
+}
+
+void Lowering::lower(ir::Node n, const std::vector<View>& ops, const View& out, bool aliased) {
+  const ir::OpData& op = g_.op(n);
+  const auto& attrs = op.attrs;
+  switch (op.kind) {
+    case ir::OpKind::Input:
+    case ir::OpKind::Weight:
+    case ir::OpKind::MemRead:
+    case ir::OpKind::Reshape:  // placed as an alias of its operand
+      return;
+    case ir::OpKind::Constant:  // computed now, into a constant buffer
+      kernels::fill(plan_.ptr(out), out.type.dtype, out.type.numel(), attrs.getFloat("value"));
+      return;
+    case ir::OpKind::PosEncoding:
+      kernels::posEncoding(reinterpret_cast<float*>(plan_.ptr(out)), attrs.getInt("klen"), attrs.getInt("d"),
+                           attrs.getInt("clamp_len"));
+      return;
+    case ir::OpKind::AttnMask:
+      kernels::attnMask(reinterpret_cast<float*>(plan_.ptr(out)), attrs.getInt("qlen"), attrs.getInt("mlen"),
+                        attrs.getInt("mem_len"), attrs.getBool("same_length"));
+      return;
+    case ir::OpKind::Output:
+    case ir::OpKind::MemWrite:  // a copy only when the value lives in a user's buffer
+      if (!aliased)
+        addKernel(n, "txl:copy", [p = &plan_, x = ops[0], out] { std::memcpy(p->ptr(out), p->ptr(x), x.type.bytes()); });
+      return;
+    case ir::OpKind::Add:
+    case ir::OpKind::Sub:
+    case ir::OpKind::Mul:
+      return lowerBinary(n, ops, out);
+    case ir::OpKind::Scale:
+    case ir::OpKind::Relu: {
+      const bool scale = op.kind == ir::OpKind::Scale;
+      memory::desc md = denseMd(out.type);
+      dnnl::eltwise_forward::primitive_desc pd(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
+                                      scale ? dnnl::algorithm::eltwise_linear : dnnl::algorithm::eltwise_relu, md,
+                                      scale ? static_cast<float>(attrs.getFloat("factor")) : 0.0f, 0.0f),
+          scratchpadAttr(), plan_.engine);
+      return addPrimitive(n, pd, "eltwise", {{DNNL_ARG_SRC, mem(ops[0], md)}, {DNNL_ARG_DST, mem(out, md)}});
+    }
+    case ir::OpKind::MaskedFill: {
+      TXL_CHECK(out.type.dtype == ir::DType::F32, "masked_fill lowering takes f32 only");
+      auto strides = broadcastStrides(ops[1].type, out.type.shape);
+      return addKernel(n, "txl:masked_fill", [p = &plan_, x = ops[0], m = ops[1], out, strides,
+                                              value = static_cast<float>(attrs.getFloat("value"))] {
+        kernels::maskedFill(reinterpret_cast<const float*>(p->ptr(x)), out.type.shape, p->ptr(m), m.type.dtype,
+                            strides.data(), value, reinterpret_cast<float*>(p->ptr(out)));
+      });
+    }
+    case ir::OpKind::Concat:
+      return lowerConcat(n, ops, out);
+    case ir::OpKind::Slice:
+    case ir::OpKind::Permute: {
+      if (aliased || out.type.numel() == 0) return;  // a contiguous slice is placed as an alias
+      const auto xStrides = denseStrides(ops[0].type.shape);
+      memory::dims strides(out.type.rank());
+      std::size_t off = 0;
+      if (op.kind == ir::OpKind::Slice) {
+        strides = xStrides;
+        const std::int64_t axis = *ir::normalizeAxis(attrs.getInt("axis"), out.type.rank());
+        off = attrs.getInt("start") * xStrides[axis] * ir::dtypeSize(out.type.dtype);
+      } else {
+        const auto& perm = attrs.getInts("perm");
+        for (std::size_t i = 0; i < perm.size(); ++i) strides[i] = xStrides[perm[i]];
+      }
+      if (out.type.dtype == ir::DType::I64)
+        return addKernel(n, "txl:strided_copy", [p = &plan_, x = ops[0], out, off, strides, dst = denseStrides(out.type.shape)] {
+          kernels::stridedCopy(p->ptr(x) + off, strides.data(), p->ptr(out), dst.data(), out.type.shape,
+                               sizeof(std::int64_t));
+        });
+      return copy(n, ops[0], memory::desc(out.type.shape, dnnlType(out.type.dtype), strides), off, out,
+                  denseMd(out.type), 0);
+    }
+    case ir::OpKind::Pad:
+      return lowerPad(n, ops[0], out);
+    case ir::OpKind::Embedding: {
+      TXL_CHECK(out.type.dtype == ir::DType::F32, "embedding lowering takes f32 tables only");
+      return addKernel(n, "txl:embedding", [p = &plan_, t = ops[0], ids = ops[1], out, lo = attrs.getInt("lo")] {
+        kernels::embedding(reinterpret_cast<const float*>(p->ptr(t)), t.type.shape[0], t.type.shape[1],
+                           reinterpret_cast<const std::int64_t*>(p->ptr(ids)), ids.type.numel(), lo,
+                           reinterpret_cast<float*>(p->ptr(out)));
+      });
+    }
+    case ir::OpKind::Linear:
+      return lowerLinear(n, ops, out);
+    case ir::OpKind::MatMul:
+      return lowerMatMul(n, ops, out);
+    case ir::OpKind::LayerNorm: {
+      auto pd = layerNormPd(plan_.engine, ops[0].type, static_cast<float>(attrs.getFloat("eps")));
+      return addPrimitive(n, pd, "layer_normalization",
+                          {{DNNL_ARG_SRC, mem(ops[0], pd.src_desc())}, {DNNL_ARG_DST, mem(out, pd.dst_desc())},
+                           {DNNL_ARG_SCALE, mem(ops[1], pd.weights_desc())},
+                           {DNNL_ARG_SHIFT, mem(ops[2], pd.weights_desc())}});
+    }
+    case ir::OpKind::Softmax:
+    case ir::OpKind::LogSoftmax:
+      return lowerSoftmax(n, ops[0], out, op.kind == ir::OpKind::LogSoftmax);
+    case ir::OpKind::RelShift: {
+      TXL_CHECK(out.type.dtype == ir::DType::F32, "rel_shift lowering takes f32 only");
+      const std::int64_t q = out.type.shape[out.type.rank() - 2], k = out.type.shape[out.type.rank() - 1];
+      return addKernel(n, "txl:rel_shift", [p = &plan_, x = ops[0], out, q, k] {
+        kernels::relShift(reinterpret_cast<const float*>(p->ptr(x)), out.type.numel() / (q * k), q, k,
+                          reinterpret_cast<float*>(p->ptr(out)));
+      });
+    }
+    case ir::OpKind::Pick: {
+      TXL_CHECK(out.type.dtype == ir::DType::F32, "pick lowering takes f32 only");
+      return addKernel(n, "txl:pick", [p = &plan_, x = ops[0], idx = ops[1], out] {
+        kernels::pick(reinterpret_cast<const float*>(p->ptr(x)), out.type.numel(), x.type.shape.back(),
+                      reinterpret_cast<const std::int64_t*>(p->ptr(idx)), reinterpret_cast<float*>(p->ptr(out)));
+      });
+    }
+  }
+}
+
+}  // namespace txl::backend::onednn

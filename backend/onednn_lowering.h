@@ -1,0 +1,156 @@
+// backend/onednn_lowering.h - the execution plan of the oneDNN executor and
+// the per-op lowering that fills it (internal to backend/).
+//
+// Every value is a dense row-major tensor at a byte offset in a buffer. A
+// buffer is the arena (intermediates), a constant allocation, a user input
+// (rebound on every run), a user weight (bound once), or a shared temporary
+// (scratch of one node's steps). dnnl::memory objects over buffers whose
+// address is not known at compile time are listed in `bindings` and rebound.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "backend/onednn_executor.h"
+#include "ir/graph.h"
+
+namespace txl::backend::onednn {
+
+enum class BufferKind { Arena, Constant, Input, Weight, Temp, Scratchpad };
+
+struct Buffer {
+  BufferKind kind = BufferKind::Arena;
+  void* ptr = nullptr;  // Input: set on every run; Temp/Scratchpad: set at the end of compile
+};
+
+// A dense row-major tensor at `offset` bytes into buffer `buffer`.
+struct View {
+  int buffer = -1;
+  std::size_t offset = 0;
+  ir::TensorType type;
+};
+
+struct Step {
+  std::optional<dnnl::primitive> primitive;
+  std::unordered_map<int, dnnl::memory> args;
+  std::function<void()> kernel;  // an own kernel when `primitive` is empty
+};
+
+struct Binding {
+  dnnl::memory mem;
+  int buffer;
+  std::size_t offset;
+};
+
+struct PlanInput {
+  std::string name;
+  ir::TensorType type;
+  int buffer;
+};
+
+struct Plan {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::vector<Buffer> buffers;
+  std::vector<std::shared_ptr<void>> storage;  // owned allocations
+  std::vector<Step> steps;
+  std::vector<StepInfo> info;
+  std::vector<Binding> bindings;  // memories over Input / Temp / Scratchpad buffers (Input ones first after compile)
+  std::size_t inputBindings = 0;  // how many of `bindings` are over inputs
+  std::vector<PlanInput> inputs;
+  ir::TensorMap outputs;
+  std::size_t arenaBytes = 0, constantBytes = 0, tempBytes = 0, scratchpadBytes = 0;
+  int tempBuffer = -1, scratchpadBuffer = -1;
+
+  char* ptr(const View& v) const { return static_cast<char*>(buffers[v.buffer].ptr) + v.offset; }
+  int addBuffer(BufferKind kind, void* ptr = nullptr) {
+    buffers.push_back({kind, ptr});
+    return static_cast<int>(buffers.size()) - 1;
+  }
+  // A fresh zeroed 64-byte aligned allocation owned by the plan.
+  void* allocate(std::size_t bytes);
+};
+
+// Options and state the lowering of one node needs.
+class Lowering {
+ public:
+  Lowering(Plan& plan, const ir::Graph& graph, const OnednnOptions& options) : plan_(plan), g_(graph), opt_(options) {}
+
+  // Lowers node `n` whose operands have views `ops` and whose result has view
+  // `out` (already placed; `aliased` when placed as a view of its first
+  // operand: reshape, a contiguous slice, an output of a plan buffer).
+  // Appends steps to the plan; computes constants now.
+  void lower(ir::Node n, const std::vector<View>& ops, const View& out, bool aliased);
+
+ private:
+  dnnl::memory mem(const View& v, const dnnl::memory::desc& md, std::size_t extraOffset = 0);
+  dnnl::memory mem(const View& v) { return mem(v, denseMd(v.type)); }
+  View temp(const ir::TensorType& type);  // a view in the shared temporary buffer
+  void addPrimitive(ir::Node n, const dnnl::primitive_desc_base& pd, const char* kind,
+                    std::unordered_map<int, dnnl::memory> args);
+  void addKernel(ir::Node n, const char* name, std::function<void()> kernel);
+  void record(ir::Node n, const char* kind, const std::string& impl);
+  bool isConstant(const View& v) const;
+  dnnl::memory constantWeights(const View& w, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& wantMd);
+
+  void copy(ir::Node n, const View& src, const dnnl::memory::desc& srcMd, std::size_t srcOff, const View& dst,
+            const dnnl::memory::desc& dstMd, std::size_t dstOff);
+  void lowerLinear(ir::Node n, const std::vector<View>& ops, const View& out);
+  void lowerMatMul(ir::Node n, const std::vector<View>& ops, const View& out);
+  void lowerBinary(ir::Node n, const std::vector<View>& ops, const View& out);
+  void lowerSoftmax(ir::Node n, const View& x, const View& out, bool log);
+  void lowerConcat(ir::Node n, const std::vector<View>& ops, const View& out);
+  void lowerPad(ir::Node n, const View& x, const View& out);
+
+ public:
+  static dnnl::memory::desc denseMd(const ir::TensorType& t);
+
+ private:
+  Plan& plan_;
+  const ir::Graph& g_;
+  const OnednnOptions& opt_;
+  struct Blocked {
+    int buffer;
+    std::size_t offset;
+    dnnl::memory::desc md;
+    dnnl::memory mem;
+  };
+  std::vector<Blocked> blocked_;  // constant weights already reordered to a blocked layout
+};
+
+// --- Primitive descriptors, shared by the lowering and the target info -------
+
+dnnl::memory::data_type dnnlType(ir::DType dtype);
+dnnl::memory::dims denseStrides(const ir::Shape& shape);  // row-major, in elements
+dnnl::primitive_attr scratchpadAttr();
+
+// linear: x [..., in] w [out, in] as matmul src [M, in] x weights [in, out]
+// (`any` layout when anyWeights, else the ba view of w) + bias [1, out].
+dnnl::matmul::primitive_desc linearPd(const dnnl::engine& eng, const ir::TensorType& x, const ir::TensorType& w,
+                                      bool hasBias, bool anyWeights);
+dnnl::memory::desc linearPlainWeightsMd(const ir::TensorType& w);
+// matmul with ranks padded to the result's, transposes as strides.
+struct MatMulMds {
+  dnnl::memory::desc src, weights, dst;
+};
+MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::TensorType& out, bool ta, bool tb);
+dnnl::layer_normalization_forward::primitive_desc layerNormPd(const dnnl::engine& eng, const ir::TensorType& x,
+                                                               float eps);
+// softmax / logsoftmax over `axis` of x: [outer, A] when axis is the last
+// non-trivial one, else [outer, A, inner] in the acb layout.
+dnnl::softmax_forward::primitive_desc softmaxForwardPd(const dnnl::engine& eng, const ir::TensorType& x,
+                                                        std::int64_t axis);
+dnnl::logsoftmax_forward::primitive_desc logSoftmaxForwardPd(const dnnl::engine& eng, const ir::TensorType& x,
+                                                              std::int64_t axis);
+// The primitive descriptor the lowering builds for the main work of `n`;
+// nullopt when `n` is no primitive (own kernel, alias, source, sink).
+std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, const ir::Graph& g, ir::Node n);
+
+}  // namespace txl::backend::onednn

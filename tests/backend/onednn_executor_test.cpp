@@ -1,0 +1,358 @@
+// tests/backend/onednn_executor_test.cpp - every op lowered to oneDNN, run on
+// small graphs and compared with the reference interpreter on seeded random
+// data; the implementations oneDNN picks for transformer-sized primitives.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backend/onednn_executor.h"
+#include "backend/onednn_target_info.h"
+#include "backend/reference_interpreter.h"
+#include "ir/check.h"
+#include "ir/graph.h"
+
+using namespace txl;
+using namespace txl::backend;
+using ir::DType;
+using ir::Node;
+using ir::OpKind;
+using ir::Shape;
+using ir::Tensor;
+
+namespace {
+
+using I = std::int64_t;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+Tensor randomF32(const Shape& shape, std::uint32_t seed) {
+  Tensor t = Tensor::zeros({DType::F32, shape});
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : t.span<float>()) v = dist(rng);
+  return t;
+}
+
+Tensor randomI64(const Shape& shape, I lo, I hi, std::uint32_t seed) {
+  Tensor t = Tensor::zeros({DType::I64, shape});
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<I> dist(lo, hi);
+  for (I& v : t.span<I>()) v = dist(rng);
+  return t;
+}
+
+// Random data for every input, mem_read and weight of `g` that `given` lacks.
+void fillRandom(const ir::Graph& g, TensorMap& inputs, TensorMap& weights) {
+  std::uint32_t seed = 1;
+  for (Node n : g.nodes()) {
+    const auto& op = g.op(n);
+    TensorMap* map = nullptr;
+    std::string name;
+    if (op.kind == OpKind::Input) map = &inputs, name = op.attrs.getString("name");
+    if (op.kind == OpKind::MemRead) map = &inputs, name = memName(op.attrs.getInt("slot"));
+    if (op.kind == OpKind::Weight) map = &weights, name = op.attrs.getString("name");
+    if (!map || map->count(name)) continue;
+    (*map)[name] = op.type->dtype == DType::I64 ? randomI64(op.type->shape, 0, 3, seed++)
+                                                : randomF32(op.type->shape, seed++);
+  }
+}
+
+// Runs `g` on both executors and checks every output: same type, every
+// element within 1e-5 relative (1e-5 absolute near zero); infinities equal.
+std::unique_ptr<CompiledGraph> compareWithReference(const ir::Graph& g, TensorMap inputs = {}, TensorMap weights = {}) {
+  fillRandom(g, inputs, weights);
+  auto refPlan = makeReferenceExecutor()->compile(g, weights);
+  const TensorMap want = refPlan->run(inputs);
+  auto plan = makeOnednnExecutor()->compile(g, weights);
+  for (int round = 0; round < 2; ++round) {  // a second run must give the same answer
+    const TensorMap& got = plan->run(inputs);
+    REQUIRE(got.size() == want.size());
+    for (const auto& [name, w] : want) {
+      INFO("output " << name << " (run " << round << ")");
+      REQUIRE(got.count(name));
+      const Tensor& t = got.at(name);
+      REQUIRE(t.type() == w.type());
+      if (w.dtype() == DType::I64) {
+        for (I i = 0; i < w.numel(); ++i) REQUIRE(t.data<I>()[i] == w.data<I>()[i]);
+        continue;
+      }
+      for (I i = 0; i < w.numel(); ++i) {
+        const float a = t.data<float>()[i], b = w.data<float>()[i];
+        INFO("element " << i << ": onednn " << a << ", reference " << b);
+        if (std::isinf(b) || std::isnan(b))
+          REQUIRE((a == b || (std::isnan(a) && std::isnan(b))));
+        else
+          REQUIRE(std::fabs(a - b) <= 1e-5f * std::max(1.0f, std::fabs(b)));
+      }
+    }
+  }
+  return plan;
+}
+
+const std::vector<StepInfo>& stepsOf(const CompiledGraph& plan) {
+  return dynamic_cast<const OnednnCompiledGraph&>(plan).steps();
+}
+
+ir::TensorType f32(Shape s) { return {DType::F32, std::move(s)}; }
+ir::TensorType i64(Shape s) { return {DType::I64, std::move(s)}; }
+
+}  // namespace
+
+TEST_CASE("onednn: add, sub, mul broadcast either way", "[onednn]") {
+  struct Shapes {
+    Shape a, b;
+  };
+  const std::vector<Shapes> cases = {
+      {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},    {{2, 3, 4}, {3, 1}}, {{4}, {2, 3, 4}},
+      {{3, 1}, {2, 1, 4}},    {{2, 1, 4}, {2, 3, 1}}, {{}, {5}},        {{5, 1, 3}, {5, 7, 3}}};
+  for (OpKind kind : {OpKind::Add, OpKind::Sub, OpKind::Mul})
+    for (const auto& c : cases) {
+      INFO(ir::opInfo(kind).name << " " << ir::shapeStr(c.a) << " " << ir::shapeStr(c.b));
+      ir::Graph g;
+      g.addOutput("y", g.add(kind, {g.addInput("a", f32(c.a)), g.addInput("b", f32(c.b))}));
+      compareWithReference(g);
+    }
+}
+
+TEST_CASE("onednn: i64 add, sub, mul run as own kernels", "[onednn]") {
+  for (OpKind kind : {OpKind::Add, OpKind::Sub, OpKind::Mul}) {
+    ir::Graph g;
+    g.addOutput("y", g.add(kind, {g.addInput("a", i64({2, 3})), g.addInput("b", i64({3}))}));
+    compareWithReference(g);
+  }
+}
+
+TEST_CASE("onednn: scale, relu, masked_fill", "[onednn]") {
+  ir::Graph g;
+  Node x = g.addInput("x", f32({3, 5, 2}));
+  g.addOutput("scaled", g.add(OpKind::Scale, {x}, {{"factor", 0.125}}));
+  g.addOutput("relu", g.add(OpKind::Relu, {x}));
+  Node mask = g.add(OpKind::AttnMask, {}, {{"qlen", I(3)}, {"mlen", I(2)}, {"mem_len", I(2)}, {"same_length", false}});
+  Node scores = g.addInput("s", f32({3, 5, 2, 4}));
+  Node mask4 = g.add(OpKind::Reshape, {mask}, {{"shape", std::vector<I>{3, 5, 1, 1}}});
+  g.addOutput("filled", g.add(OpKind::MaskedFill, {scores, mask4}, {{"value", -kInf}}));
+  g.addOutput("filled_i64", g.add(OpKind::MaskedFill, {x, g.addInput("m", i64({5, 1}))}, {{"value", 7.5}}));
+  auto plan = compareWithReference(g);
+  bool sawMaskedFill = false;
+  for (const auto& s : stepsOf(*plan)) sawMaskedFill |= s.impl == "txl:masked_fill";
+  CHECK(sawMaskedFill);
+}
+
+TEST_CASE("onednn: concat, including an empty memory", "[onednn]") {
+  ir::Graph g;
+  Node m = g.addInput("m", f32({0, 2, 3}));
+  Node h = g.addInput("h", f32({4, 2, 3}));
+  g.addOutput("c0", g.add(OpKind::Concat, {m, h}, {{"axis", I(0)}}));
+  Node a = g.addInput("a", f32({4, 1, 3}));
+  g.addOutput("c1", g.add(OpKind::Concat, {h, a, h}, {{"axis", I(1)}}));
+  g.addOutput("c2", g.add(OpKind::Concat, {h, h}, {{"axis", I(-1)}}));
+  g.addOutput("ci", g.add(OpKind::Concat, {g.addInput("t", i64({2, 3})), g.addInput("u", i64({2, 1}))}, {{"axis", I(1)}}));
+  compareWithReference(g);
+}
+
+TEST_CASE("onednn: slice, reshape, permute with non-trivial strides", "[onednn]") {
+  ir::Graph g;
+  Node x = g.addInput("x", f32({6, 2, 15}));
+  Node lin = g.add(OpKind::Scale, {x}, {{"factor", 2.0}});  // an arena value, so slices can alias it
+  g.addOutput("rows", g.add(OpKind::Slice, {lin}, {{"axis", I(0)}, {"start", I(2)}, {"end", I(5)}}));
+  Node k = g.add(OpKind::Slice, {lin}, {{"axis", I(2)}, {"start", I(5)}, {"end", I(10)}});
+  Node heads = g.add(OpKind::Reshape, {k}, {{"shape", std::vector<I>{6, 2, 1, 5}}});
+  g.addOutput("perm", g.add(OpKind::Permute, {heads}, {{"perm", std::vector<I>{1, 2, 0, 3}}}));
+  g.addOutput("mid", g.add(OpKind::Slice, {x}, {{"axis", I(1)}, {"start", I(1)}, {"end", I(2)}}));
+  g.addOutput("input_rows", g.add(OpKind::Slice, {x}, {{"axis", I(0)}, {"start", I(4)}, {"end", I(6)}}));
+  g.addOutput("input_itself", x);
+  Node ids = g.addInput("ids", i64({4, 3}));
+  g.addOutput("ids_t", g.add(OpKind::Permute, {ids}, {{"perm", std::vector<I>{1, 0}}}));
+  g.addOutput("ids_s", g.add(OpKind::Slice, {ids}, {{"axis", I(1)}, {"start", I(1)}, {"end", I(3)}}));
+  compareWithReference(g);
+}
+
+TEST_CASE("onednn: pad before and after an axis", "[onednn]") {
+  ir::Graph g;
+  Node x = g.addInput("x", f32({3, 4, 2}));
+  g.addOutput("p1", g.add(OpKind::Pad, {x}, {{"axis", I(1)}, {"before", I(1)}, {"after", I(2)}, {"value", 0.0}}));
+  g.addOutput("p0", g.add(OpKind::Pad, {x}, {{"axis", I(0)}, {"before", I(0)}, {"after", I(1)}, {"value", -1.5}}));
+  g.addOutput("p2", g.add(OpKind::Pad, {x}, {{"axis", I(-1)}, {"before", I(2)}, {"after", I(0)}, {"value", 3.0}}));
+  compareWithReference(g);
+}
+
+TEST_CASE("onednn: embedding with an id range, pick", "[onednn]") {
+  ir::Graph g;
+  Node table = g.addWeight("emb", f32({5, 6}));
+  Node ids = g.addInput("ids", i64({3, 2}));
+  g.addOutput("e", g.add(OpKind::Embedding, {table, ids}, {{"lo", I(2)}}));
+  Node x = g.addInput("x", f32({3, 2, 9}));
+  g.addOutput("p", g.add(OpKind::Pick, {x, g.addInput("idx", i64({3, 2}))}));
+  TensorMap inputs{{"ids", randomI64({3, 2}, 0, 9, 7)}, {"idx", randomI64({3, 2}, 0, 8, 8)}};
+  compareWithReference(g, inputs);
+
+  inputs["idx"].data<I>()[3] = 9;
+  TensorMap weights{{"emb", randomF32({5, 6}, 1)}};
+  fillRandom(g, inputs, weights);
+  auto plan = makeOnednnExecutor()->compile(g, weights);
+  CHECK_THROWS_AS(plan->run(inputs), Error);
+}
+
+TEST_CASE("onednn: linear with and without bias, odd sizes, runtime weights", "[onednn]") {
+  ir::Graph g;
+  Node x = g.addInput("x", f32({4, 3, 5}));
+  Node w = g.addWeight("w", f32({7, 5}));
+  g.addOutput("y", g.add(OpKind::Linear, {x, w, g.addWeight("b", f32({7}))}));
+  g.addOutput("z", g.add(OpKind::Linear, {x, w}));
+  Node w2 = g.add(OpKind::Scale, {g.addInput("w2", f32({3, 5}))}, {{"factor", 1.0}});  // not a constant
+  g.addOutput("r", g.add(OpKind::Linear, {x, w2}));
+  g.addOutput("v", g.add(OpKind::Linear, {g.addInput("v", f32({5})), w}));
+  auto plan = compareWithReference(g);
+  for (const auto& s : stepsOf(*plan))
+    if (s.op == "linear") CHECK(s.impl.rfind("ref", 0) != 0);
+}
+
+TEST_CASE("onednn: batched matmul with transposes and broadcast batches", "[onednn]") {
+  struct Case {
+    Shape a, b;
+    bool ta, tb;
+  };
+  const std::vector<Case> cases = {
+      {{3, 5, 4}, {3, 4, 6}, false, false},   {{3, 4, 5}, {3, 4, 6}, true, false},
+      {{3, 5, 4}, {3, 6, 4}, false, true},    {{3, 4, 5}, {3, 6, 4}, true, true},
+      {{1, 5, 4}, {3, 4, 6}, false, false},   {{3, 5, 4}, {1, 6, 4}, false, true},
+      {{5, 4}, {2, 3, 4, 6}, false, false},   {{2, 1, 7, 5}, {1, 3, 5, 7}, false, false},
+      {{7, 3, 5}, {3, 5, 9}, false, false},  // 3 heads of 5 after a permute of [7, 3, 5]
+  };
+  for (const auto& c : cases) {
+    INFO(ir::shapeStr(c.a) << (c.ta ? "^T" : "") << " x " << ir::shapeStr(c.b) << (c.tb ? "^T" : ""));
+    ir::Graph g;
+    Node a = g.addInput("a", f32(c.a));
+    if (c.a == Shape{7, 3, 5}) a = g.add(OpKind::Permute, {a}, {{"perm", std::vector<I>{1, 0, 2}}});
+    g.addOutput("y", g.add(OpKind::MatMul, {a, g.addInput("b", f32(c.b))},
+                           {{"transpose_a", c.ta}, {"transpose_b", c.tb}}));
+    auto plan = compareWithReference(g);
+    for (const auto& s : stepsOf(*plan))
+      if (s.op == "matmul") CHECK(s.impl.rfind("ref", 0) != 0);
+  }
+}
+
+TEST_CASE("onednn: layer_norm, softmax, log_softmax over any axis", "[onednn]") {
+  ir::Graph g;
+  Node x = g.addInput("x", f32({4, 3, 7}));
+  g.addOutput("ln", g.add(OpKind::LayerNorm, {x, g.addWeight("gamma", f32({7})), g.addWeight("beta", f32({7}))},
+                          {{"eps", 1e-5}}));
+  Node s = g.addInput("s", f32({4, 6, 2, 3}));
+  g.addOutput("sm_last", g.add(OpKind::Softmax, {s}, {{"axis", I(-1)}}));
+  g.addOutput("sm_keys", g.add(OpKind::Softmax, {s}, {{"axis", I(1)}}));
+  g.addOutput("lsm_last", g.add(OpKind::LogSoftmax, {x}, {{"axis", I(2)}}));
+  g.addOutput("lsm_first", g.add(OpKind::LogSoftmax, {x}, {{"axis", I(0)}}));
+  auto plan = compareWithReference(g);
+  for (const auto& st : stepsOf(*plan))
+    if (st.primitive != "reorder" && st.primitive != "kernel") CHECK(st.impl.rfind("ref", 0) != 0);
+}
+
+TEST_CASE("onednn: softmax after a -inf mask", "[onednn]") {
+  ir::Graph g;
+  Node mask = g.add(OpKind::AttnMask, {}, {{"qlen", I(4)}, {"mlen", I(3)}, {"mem_len", I(3)}, {"same_length", true}});
+  Node s = g.add(OpKind::MaskedFill, {g.addInput("s", f32({4, 7})), mask}, {{"value", -kInf}});
+  g.addOutput("p", g.add(OpKind::Softmax, {s}, {{"axis", I(1)}}));
+  compareWithReference(g);
+}
+
+TEST_CASE("onednn: rel_shift as the reference _rel_shift", "[onednn]") {
+  for (Shape shape : {Shape{3, 3}, Shape{3, 7}, Shape{2, 3, 4, 9}, Shape{1, 5}}) {
+    INFO(ir::shapeStr(shape));
+    ir::Graph g;
+    g.addOutput("y", g.add(OpKind::RelShift, {g.addInput("x", f32(shape))}));
+    compareWithReference(g);
+  }
+  // By hand: x [2, 3] = [[1 2 3] [4 5 6]] -> padded [[0 1 2 3] [0 4 5 6]] -> rows of 2 from flat index 2.
+  ir::Graph g;
+  g.addOutput("y", g.add(OpKind::RelShift, {g.addInput("x", f32({2, 3}))}));
+  Tensor x = Tensor::zeros(f32({2, 3}));
+  for (int i = 0; i < 6; ++i) x.data<float>()[i] = float(i + 1);
+  auto plan = makeOnednnExecutor()->compile(g, {});
+  const Tensor& y = plan->run({{"x", x}}).at("y");
+  const std::vector<float> want = {2, 3, 0, 4, 5, 6};
+  for (int i = 0; i < 6; ++i) CHECK(y.data<float>()[i] == want[i]);
+}
+
+TEST_CASE("onednn: constants, position table, masks", "[onednn]") {
+  ir::Graph g;
+  g.addOutput("c", g.add(OpKind::Constant, {}, {{"value", 0.5}}, f32({2, 3})));
+  g.addOutput("pos", g.add(OpKind::PosEncoding, {}, {{"klen", I(9)}, {"d", I(6)}, {"clamp_len", I(4)}}));
+  g.addOutput("pos_free", g.add(OpKind::PosEncoding, {}, {{"klen", I(5)}, {"d", I(8)}, {"clamp_len", I(-1)}}));
+  for (bool same : {false, true})
+    for (I mlen : {0, 3, 6})
+      g.addOutput("mask" + std::to_string(same) + std::to_string(mlen),
+                  g.add(OpKind::AttnMask, {}, {{"qlen", I(4)}, {"mlen", mlen}, {"mem_len", I(5)}, {"same_length", same}}));
+  compareWithReference(g);
+}
+
+TEST_CASE("onednn: memory passes through, outputs never alias user buffers", "[onednn]") {
+  ir::Graph g;
+  Node m = g.add(OpKind::MemRead, {}, {{"slot", I(0)}}, f32({3, 1, 4}));
+  Node h = g.addInput("h", f32({2, 1, 4}));
+  Node c = g.add(OpKind::Concat, {m, h}, {{"axis", I(0)}});
+  g.add(OpKind::MemWrite, {g.add(OpKind::Slice, {c}, {{"axis", I(0)}, {"start", I(2)}, {"end", I(5)}})}, {{"slot", I(0)}});
+  g.add(OpKind::MemWrite, {m}, {{"slot", I(1)}});
+  g.addOutput("w", g.addWeight("w", f32({2, 2})));
+  TensorMap inputs, weights;
+  fillRandom(g, inputs, weights);
+  auto plan = compareWithReference(g, inputs, weights);
+  const TensorMap& out = plan->run(inputs);
+  CHECK(out.at("mem.1").raw() != inputs.at("mem.0").raw());
+  CHECK(out.at("w").raw() != weights.at("w").raw());
+}
+
+TEST_CASE("onednn: a missing or mistyped input is a user error", "[onednn]") {
+  ir::Graph g;
+  g.addOutput("y", g.add(OpKind::Relu, {g.addInput("x", f32({2}))}));
+  auto plan = makeOnednnExecutor()->compile(g, {});
+  CHECK_THROWS_AS(plan->run({}), Error);
+  CHECK_THROWS_AS(plan->run({{"x", Tensor::zeros(f32({3}))}}), Error);
+  ir::Graph h;
+  h.addOutput("y", h.addWeight("w", f32({2})));
+  CHECK_THROWS_AS(makeOnednnExecutor()->compile(h, {}), Error);
+}
+
+TEST_CASE("onednn: no ref implementation on a transformer-shaped graph", "[onednn][perf]") {
+  // enwik8 base shapes: 64 rows through 512x512, scores of 8 heads [80 x 64] x [64 x 2180],
+  // softmax over 2180 keys, layer norm over 512.
+  ir::Graph g;
+  Node x = g.addInput("x", f32({64, 1, 512}));
+  Node y = g.add(OpKind::Linear, {x, g.addWeight("w", f32({512, 512})), g.addWeight("b", f32({512}))});
+  g.addOutput("ln", g.add(OpKind::LayerNorm, {y, g.addWeight("g", f32({512})), g.addWeight("beta", f32({512}))},
+                          {{"eps", 1e-5}}));
+  Node q = g.addInput("q", f32({8, 80, 64}));
+  Node k = g.addInput("k", f32({8, 2180, 64}));
+  Node s = g.add(OpKind::MatMul, {q, k}, {{"transpose_a", false}, {"transpose_b", true}});
+  Node kt = g.addInput("kt", f32({8, 64, 2180}));
+  Node s2 = g.add(OpKind::MatMul, {q, kt}, {{"transpose_a", false}, {"transpose_b", false}});
+  Node p = g.add(OpKind::Softmax, {g.add(OpKind::Add, {s, s2})}, {{"axis", I(-1)}});
+  Node v = g.addInput("v", f32({8, 2180, 64}));
+  g.addOutput("o", g.add(OpKind::MatMul, {p, v}, {{"transpose_a", false}, {"transpose_b", false}}));
+  // The reference layout of scores: [qlen, klen, batch, heads], softmax over keys.
+  g.addOutput("p4", g.add(OpKind::Softmax, {g.addInput("s4", f32({80, 2180, 1, 8}))}, {{"axis", I(1)}}));
+  TensorMap inputs, weights;
+  fillRandom(g, inputs, weights);
+  auto plan = makeOnednnExecutor()->compile(g, weights);
+  plan->run(inputs);
+  int hot = 0;
+  for (const auto& st : stepsOf(*plan)) {
+    INFO(st.op << " " << st.primitive << " " << st.impl);
+    CHECK(st.impl.rfind("ref", 0) != 0);
+    hot += st.primitive == "matmul" || st.primitive == "softmax" || st.primitive == "layer_normalization";
+  }
+  CHECK(hot == 7);
+  OnednnTargetInfo target;
+  for (Node n : g.nodes()) CHECK_FALSE(target.slowPathReason(g, n));
+}
+
+TEST_CASE("onednn: target info finds no slow path where the lowering has a fast one", "[onednn]") {
+  ir::Graph g;
+  Node s = g.add(OpKind::Softmax, {g.addInput("s", f32({5, 7}))}, {{"axis", I(0)}});  // runs in the acb layout
+  Node x = g.addInput("x", f32({2}));
+  OnednnTargetInfo target;
+  CHECK(target.name() == "onednn");
+  CHECK_FALSE(target.slowPathReason(g, s));
+  CHECK_FALSE(target.slowPathReason(g, x));
+}
