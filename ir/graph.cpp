@@ -21,7 +21,7 @@ Graph::Graph(const Graph& other) : name_(other.name_), nextId_(0) {
     std::vector<Node> ops;
     for (Node o : other.operands(n)) ops.push_back(mapping.at(o));
     Node copy = add(other.kind(n), ops, other.op(n).attrs, other.op(n).type);
-    g_[copy].op.id = other.op(n).id;
+    g()[copy].op.id = other.op(n).id;
     mapping[n] = copy;
   }
   nextId_ = other.nextId_;
@@ -50,7 +50,7 @@ Node Graph::add(OpKind kind, const std::vector<Node>& operands, Attrs attrs, std
   props.op.type = info.hasResult ? type : std::nullopt;
   props.op.id = nextId_++;
   for (Node o : operands) props.operands.push_back(asPtr(o));
-  Node n = boost::add_vertex(std::move(props), g_);
+  Node n = boost::add_vertex(std::move(props), g());
   addEdges(n);
   return n;
 }
@@ -66,48 +66,48 @@ Node Graph::addOutput(const std::string& name, Node value) {
 }
 
 const TensorType& Graph::type(Node n) const {
-  TXL_CHECK(g_[n].op.type.has_value(), std::string(opInfo(kind(n)).name) + " has no result");
-  return *g_[n].op.type;
+  TXL_CHECK(g()[n].op.type.has_value(), std::string(opInfo(kind(n)).name) + " has no result");
+  return *g()[n].op.type;
 }
 
 std::vector<Node> Graph::operands(Node n) const {
   std::vector<Node> out;
-  out.reserve(g_[n].operands.size());
-  for (void* p : g_[n].operands) out.push_back(asNode(p));
+  out.reserve(g()[n].operands.size());
+  for (void* p : g()[n].operands) out.push_back(asNode(p));
   return out;
 }
 
 Node Graph::operand(Node n, std::size_t i) const {
-  TXL_CHECK(i < g_[n].operands.size(), "operand index out of range");
-  return asNode(g_[n].operands[i]);
+  TXL_CHECK(i < g()[n].operands.size(), "operand index out of range");
+  return asNode(g()[n].operands[i]);
 }
 
 std::vector<Node> Graph::users(Node n) const {
   std::vector<Node> out;
-  for (auto [e, end] = boost::out_edges(n, g_); e != end; ++e) out.push_back(boost::target(*e, g_));
-  std::sort(out.begin(), out.end(), [&](Node a, Node b) { return g_[a].op.id < g_[b].op.id; });
+  for (auto [e, end] = boost::out_edges(n, g()); e != end; ++e) out.push_back(boost::target(*e, g()));
+  std::sort(out.begin(), out.end(), [&](Node a, Node b) { return g()[a].op.id < g()[b].op.id; });
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
 void Graph::addEdges(Node n) {
-  const auto& ops = g_[n].operands;
-  for (std::size_t i = 0; i < ops.size(); ++i) boost::add_edge(asNode(ops[i]), n, EdgeProps{int(i)}, g_);
+  const auto& ops = g()[n].operands;
+  for (std::size_t i = 0; i < ops.size(); ++i) boost::add_edge(asNode(ops[i]), n, EdgeProps{int(i)}, g());
 }
 
-void Graph::removeEdges(Node n) { boost::clear_in_edges(n, g_); }
+void Graph::removeEdges(Node n) { boost::clear_in_edges(n, g()); }
 
 void Graph::setOperand(Node n, std::size_t i, Node value) {
-  TXL_CHECK(i < g_[n].operands.size(), "operand index out of range");
+  TXL_CHECK(i < g()[n].operands.size(), "operand index out of range");
   removeEdges(n);
-  g_[n].operands[i] = asPtr(value);
+  g()[n].operands[i] = asPtr(value);
   addEdges(n);
 }
 
 void Graph::setOperands(Node n, const std::vector<Node>& values) {
   removeEdges(n);
-  g_[n].operands.clear();
-  for (Node v : values) g_[n].operands.push_back(asPtr(v));
+  g()[n].operands.clear();
+  for (Node v : values) g()[n].operands.push_back(asPtr(v));
   addEdges(n);
 }
 
@@ -115,7 +115,7 @@ void Graph::replaceAllUsesWith(Node from, Node to) {
   if (from == to) return;
   for (Node user : users(from)) {
     removeEdges(user);
-    for (void*& p : g_[user].operands)
+    for (void*& p : g()[user].operands)
       if (asNode(p) == from) p = asPtr(to);
     addEdges(user);
   }
@@ -124,13 +124,13 @@ void Graph::replaceAllUsesWith(Node from, Node to) {
 void Graph::erase(Node n) {
   TXL_CHECK(!hasUsers(n), "erasing a node that still has users");
   removeEdges(n);
-  boost::remove_vertex(n, g_);
+  boost::remove_vertex(n, g());
 }
 
 std::vector<Node> Graph::nodes() const {
   std::vector<Node> out;
-  for (auto [v, end] = boost::vertices(g_); v != end; ++v) out.push_back(*v);
-  std::sort(out.begin(), out.end(), [&](Node a, Node b) { return g_[a].op.id < g_[b].op.id; });
+  for (auto [v, end] = boost::vertices(g()); v != end; ++v) out.push_back(*v);
+  std::sort(out.begin(), out.end(), [&](Node a, Node b) { return g()[a].op.id < g()[b].op.id; });
   return out;
 }
 
@@ -138,10 +138,10 @@ std::vector<Node> Graph::topologicalOrder() const {
   // Kahn's algorithm; among ready nodes the one created first goes first, so
   // the order (and hence the printed text) is deterministic.
   std::map<Node, std::size_t> pending;
-  auto later = [&](Node a, Node b) { return g_[a].op.id > g_[b].op.id; };
+  auto later = [&](Node a, Node b) { return g()[a].op.id > g()[b].op.id; };
   std::priority_queue<Node, std::vector<Node>, decltype(later)> ready(later);
-  for (auto [v, end] = boost::vertices(g_); v != end; ++v) {
-    std::size_t deg = boost::in_degree(*v, g_);
+  for (auto [v, end] = boost::vertices(g()); v != end; ++v) {
+    std::size_t deg = boost::in_degree(*v, g());
     pending[*v] = deg;
     if (deg == 0) ready.push(*v);
   }
@@ -151,8 +151,8 @@ std::vector<Node> Graph::topologicalOrder() const {
     Node n = ready.top();
     ready.pop();
     order.push_back(n);
-    for (auto [e, end] = boost::out_edges(n, g_); e != end; ++e)
-      if (--pending[boost::target(*e, g_)] == 0) ready.push(boost::target(*e, g_));
+    for (auto [e, end] = boost::out_edges(n, g()); e != end; ++e)
+      if (--pending[boost::target(*e, g())] == 0) ready.push(boost::target(*e, g()));
   }
   TXL_CHECK(order.size() == pending.size(), "graph has a cycle");
   return order;

@@ -16,6 +16,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,11 @@ class Graph {
   explicit Graph(std::string name = "main") : name_(std::move(name)) {}
   Graph(const Graph& other);
   Graph& operator=(const Graph& other);
-  Graph(Graph&&) = default;
-  Graph& operator=(Graph&&) = default;
+  // Moves keep node descriptors valid (the Boost graph lives on the heap:
+  // adjacency_list itself has no move, and a copy would leave operands
+  // pointing at the old vertices).
+  Graph(Graph&&) noexcept = default;
+  Graph& operator=(Graph&&) noexcept = default;
 
   const std::string& name() const { return name_; }
   void setName(std::string name) { name_ = std::move(name); }
@@ -53,17 +57,17 @@ class Graph {
   Node addWeight(const std::string& name, TensorType type);
   Node addOutput(const std::string& name, Node value);
 
-  const OpData& op(Node n) const { return g_[n].op; }
-  OpData& op(Node n) { return g_[n].op; }
-  OpKind kind(Node n) const { return g_[n].op.kind; }
+  const OpData& op(Node n) const { return g()[n].op; }
+  OpData& op(Node n) { return g()[n].op; }
+  OpKind kind(Node n) const { return g()[n].op.kind; }
   const TensorType& type(Node n) const;  // the result type (internal error for sinks)
   std::vector<Node> operands(Node n) const;
   Node operand(Node n, std::size_t i) const;
-  std::size_t numOperands(Node n) const { return g_[n].operands.size(); }
+  std::size_t numOperands(Node n) const { return g()[n].operands.size(); }
 
   // Distinct consumers of n's value, in creation order.
   std::vector<Node> users(Node n) const;
-  bool hasUsers(Node n) const { return boost::out_degree(n, g_) != 0; }
+  bool hasUsers(Node n) const { return boost::out_degree(n, g()) != 0; }
 
   void setOperand(Node n, std::size_t i, Node value);
   void setOperands(Node n, const std::vector<Node>& values);
@@ -76,21 +80,24 @@ class Graph {
   // (operands first; among ready nodes, the one created first).
   std::vector<Node> nodes() const;
   std::vector<Node> topologicalOrder() const;
-  std::size_t size() const { return boost::num_vertices(g_); }
+  std::size_t size() const { return boost::num_vertices(g()); }
 
   // Lookups by name among inputs, outputs, weights.
   std::optional<Node> findInput(const std::string& name) const;
   std::optional<Node> findOutput(const std::string& name) const;
   std::vector<Node> nodesOfKind(OpKind kind) const;
 
-  const BoostGraph& boost() const { return g_; }
+  const BoostGraph& boost() const { return g(); }
 
  private:
   void addEdges(Node n);
   void removeEdges(Node n);
 
+  BoostGraph& g() { return *graph_; }
+  const BoostGraph& g() const { return *graph_; }
+
   std::string name_;
-  BoostGraph g_;
+  std::unique_ptr<BoostGraph> graph_ = std::make_unique<BoostGraph>();
   std::uint64_t nextId_ = 0;
 };
 

@@ -1,0 +1,34 @@
+// tools/command.h - how a txlc subcommand plugs into main().
+//
+// Each tools/cmd_<name>.cpp defines one register function: it adds its
+// subcommand and options to the app, and when CLI11 selects it, stores the
+// action main() runs. Actions return an exit code (tools/exit_codes.h) and
+// may throw txl::Error for bad input.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "tools/model_setup.h"
+
+namespace txl::tools {
+
+using Action = std::function<int()>;
+
+void registerConformance(CLI::App& app, Action& action);
+
+// Options every command that builds graphs shares: --backend, --passes,
+// --disable-pass, --print-after-all, --print-after, --time-passes.
+struct PipelineFlags {
+  std::string backend = "onednn";
+  std::string passes;
+  std::vector<std::string> disabled;
+  bool printAfterAll = false;
+  std::vector<std::string> printAfter;
+  bool timePasses = false;
+
+  void add(CLI::App& cmd, bool withBackend = true);
+  ModelOptions resolve() const;  // validates pass names (txl::Error)
+};
+
+}  // namespace txl::tools

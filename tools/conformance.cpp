@@ -1,0 +1,143 @@
+// tools/conformance.cpp - runConformanceCase().
+#include "tools/conformance.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "frontend/model_spec.h"
+#include "frontend/safetensors.h"
+#include "frontend/weights.h"
+#include "ir/check.h"
+
+namespace txl::tools {
+
+namespace {
+
+TensorComparison compare(const std::string& name, const ir::Tensor& got, const ir::Tensor& want, double atol,
+                         double rtol, double relL2Bound) {
+  TensorComparison c;
+  c.name = name;
+  if (got.shape() != want.shape())
+    throw Error(name + ": expected shape " + ir::shapeStr(want.shape()) + ", got " + ir::shapeStr(got.shape()));
+  auto g = got.span<float>();
+  auto w = want.span<float>();
+  double diff2 = 0, want2 = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    double d = std::abs(double(g[i]) - double(w[i]));
+    if (std::isnan(d)) d = INFINITY;
+    c.maxAbsError = std::max(c.maxAbsError, d);
+    c.maxViolation = std::max(c.maxViolation, d / (atol + rtol * std::abs(double(w[i]))));
+    diff2 += d * d;
+    want2 += double(w[i]) * double(w[i]);
+  }
+  c.relL2 = want2 > 0 ? std::sqrt(diff2 / want2) : std::sqrt(diff2);
+  c.passed = c.maxViolation <= 1.0 && c.relL2 <= relL2Bound;
+  return c;
+}
+
+double badness(const TensorComparison& c, const CaseResult& r) {
+  return std::max(c.maxViolation, r.relL2 > 0 ? c.relL2 / r.relL2 : 0.0);
+}
+
+void run(const std::string& dir, const ModelOptions& options, CaseResult& result) {
+  std::string casePath = dir + "/case.json";
+  std::ifstream in(casePath);
+  if (!in) throw Error(casePath + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json c = frontend::parseJsonText(text.str(), casePath);
+  if (!c.is_object() || c.value("format", "") != "txl-conformance/1")
+    throw Error(casePath + ": /format: expected \"txl-conformance/1\"");
+  result.name = c.value("name", dir);
+  const auto& tol = c.at("tolerance");
+  result.atol = tol.at("atol").get<double>();
+  result.rtol = tol.at("rtol").get<double>();
+  result.relL2 = tol.at("rel_l2").get<double>();
+
+  frontend::ModelSpec spec = frontend::parseModelSpec(c.at("config"), casePath);
+  auto weightsFile = frontend::SafetensorsFile::open(dir + "/" + c.value("weights", "weights.safetensors"));
+  auto io = frontend::SafetensorsFile::open(dir + "/" + c.value("io", "io.safetensors"));
+  RunSettings settings;
+  settings.batch = c.at("batch").get<std::int64_t>();
+  auto model = compileModel(spec, frontend::bindWeights(spec, weightsFile), settings, options);
+  backend::Session session(model);
+
+  const auto& segments = c.at("segments");
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    std::string seg = "seg" + std::to_string(k);
+    std::int64_t mlen = segments[k].at("mlen").get<std::int64_t>();
+    if (session.mlen() != mlen)
+      throw Error(seg + ": the session holds " + std::to_string(session.mlen()) + " positions, the case " +
+                  std::to_string(mlen));
+    ir::Tensor tokens = io.toI64(seg + ".input");
+    ir::Tensor targets = io.toI64(seg + ".target");
+    bool wantLogprob = io.contains(seg + ".logprob");
+    auto out = session.forward(tokens, &targets, wantLogprob);
+    auto check = [&](const std::string& name, const ir::Tensor& got) {
+      result.tensors.push_back(compare(name, got, io.toF32(name), result.atol, result.rtol, result.relL2));
+    };
+    check(seg + ".hidden", *out.hidden);
+    check(seg + ".nll", *out.nll);
+    if (wantLogprob) check(seg + ".logprob", *out.logprob);
+    for (std::int64_t l = 0; l <= spec.n_layer; ++l) {
+      std::string name = seg + ".mem" + std::to_string(l);
+      if (io.contains(name)) check(name, session.memory(l));
+    }
+  }
+  result.passed = true;
+  for (const auto& t : result.tensors) result.passed &= t.passed;
+}
+
+}  // namespace
+
+const TensorComparison* CaseResult::worst() const {
+  const TensorComparison* w = nullptr;
+  for (const auto& t : tensors)
+    if (!w || badness(t, *this) > badness(*w, *this)) w = &t;
+  return w;
+}
+
+CaseResult runConformanceCase(const std::string& dir, const ModelOptions& options) {
+  CaseResult result;
+  result.dir = dir;
+  result.name = dir;
+  try {
+    run(dir, options, result);
+  } catch (const std::exception& e) {
+    result.passed = false;
+    result.error = e.what();
+  }
+  return result;
+}
+
+std::string formatCaseLine(const CaseResult& r) {
+  char line[512];
+  if (!r.error.empty()) {
+    std::snprintf(line, sizeof line, "FAIL %-18s %s", r.name.c_str(), r.error.c_str());
+    return line;
+  }
+  const TensorComparison* w = r.worst();
+  std::snprintf(line, sizeof line, "%s %-18s %3zu tensors; worst %-14s max_abs %.3g (%.2f of bound), rel_l2 %.3g (%.2f of %.0e)",
+                r.passed ? "ok  " : "FAIL", r.name.c_str(), r.tensors.size(), w ? w->name.c_str() : "-",
+                w ? w->maxAbsError : 0.0, w ? w->maxViolation : 0.0, w ? w->relL2 : 0.0,
+                w && r.relL2 > 0 ? w->relL2 / r.relL2 : 0.0, r.relL2);
+  return line;
+}
+
+nlohmann::json caseToJson(const CaseResult& r) {
+  nlohmann::json j = {{"name", r.name}, {"dir", r.dir}, {"passed", r.passed}};
+  if (!r.error.empty()) j["error"] = r.error;
+  j["tolerance"] = {{"atol", r.atol}, {"rtol", r.rtol}, {"rel_l2", r.relL2}};
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const auto& t : r.tensors)
+    tensors.push_back({{"name", t.name}, {"max_abs_error", t.maxAbsError}, {"max_violation", t.maxViolation},
+                       {"rel_l2", t.relL2}, {"passed", t.passed}});
+  j["tensors"] = tensors;
+  if (const auto* w = r.worst()) j["worst"] = w->name;
+  return j;
+}
+
+}  // namespace txl::tools

@@ -1,0 +1,43 @@
+// tools/conformance.h - run a conformance case (tests/conformance/*, format
+// txl-conformance/1) through one session and compare every segment.
+//
+// For each segment: hidden, nll, logprob (where the case has it) and the
+// memory of every slot after the segment, each against the case's tolerance:
+// every element within atol + rtol * |want|, and rel_l2 = |got - want|_2 /
+// |want|_2 within rel_l2.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tools/model_setup.h"
+
+namespace txl::tools {
+
+struct TensorComparison {
+  std::string name;         // "seg1.hidden", "seg0.mem2"
+  double maxAbsError = 0;
+  double maxViolation = 0;  // max |got - want| / (atol + rtol |want|); <= 1 passes
+  double relL2 = 0;
+  bool passed = true;
+};
+
+struct CaseResult {
+  std::string name;
+  std::string dir;
+  bool passed = false;
+  std::string error;                         // a failure that stopped the case (bad file, ...)
+  std::vector<TensorComparison> tensors;
+  double atol = 0, rtol = 0, relL2 = 0;      // the case's tolerance
+  const TensorComparison* worst() const;     // the tensor closest to (or furthest past) its bound
+};
+
+// Never throws for a bad case: the error is reported in the result.
+CaseResult runConformanceCase(const std::string& dir, const ModelOptions& options);
+
+std::string formatCaseLine(const CaseResult& result);  // one line per case
+nlohmann::json caseToJson(const CaseResult& result);
+
+}  // namespace txl::tools

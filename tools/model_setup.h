@@ -1,0 +1,43 @@
+// tools/model_setup.h - from a loaded model to a CompiledModel: the glue of
+// frontend (graph builder), passes (pipeline) and backend (executor).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/session.h"
+#include "frontend/graph_builder.h"
+#include "frontend/model_spec.h"
+#include "passes/pipeline.h"
+
+namespace txl::tools {
+
+// Run-time settings that may differ from the spec's own.
+struct RunSettings {
+  std::int64_t batch = 1;
+  std::optional<std::int64_t> memLen;    // default: the spec's mem_len
+  std::optional<std::int64_t> clampLen;  // default: the spec's clamp_len
+  std::optional<bool> sameLength;        // default: the spec's same_length
+};
+
+struct ModelOptions {
+  std::string backend = "onednn";  // "onednn" or "reference"
+  passes::PipelineOptions pipeline;
+};
+
+// "onednn" or "reference"; txl::Error for another name.
+std::shared_ptr<backend::Executor> makeExecutor(const std::string& name);
+
+// The shape template a setting gives (qlen and mlen are filled in per segment).
+frontend::SegmentShape segmentShape(const frontend::ModelSpec& spec, const RunSettings& settings);
+
+// Builds the graph of one segment and runs the pipeline on it.
+ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const frontend::SegmentShape& shape,
+                              const frontend::GraphOutputs& outputs, const passes::PipelineOptions& pipeline,
+                              ir::PassContext* ctx = nullptr);
+
+std::shared_ptr<backend::CompiledModel> compileModel(const frontend::ModelSpec& spec, ir::TensorMap weights,
+                                                     const RunSettings& settings, const ModelOptions& options);
+
+}  // namespace txl::tools

@@ -1,0 +1,37 @@
+// tools/pipeline_flags.cpp - the pipeline options shared by commands.
+#include <iostream>
+
+#include "passes/registry.h"
+#include "tools/command.h"
+
+namespace txl::tools {
+
+void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
+  if (withBackend)
+    cmd.add_option("--backend", backend, "executor: onednn (default) or reference (the plain interpreter)");
+  cmd.add_option("--passes", passes, "comma-separated pass pipeline, or 'none' (default: the default pipeline)");
+  cmd.add_option("--disable-pass", disabled, "remove a pass from the pipeline (repeatable)");
+  cmd.add_flag("--print-after-all", printAfterAll, "print the IR after every pass (stderr)");
+  cmd.add_option("--print-after", printAfter, "print the IR after the named pass (stderr, repeatable)");
+  cmd.add_flag("--time-passes", timePasses, "report the time each pass takes (stderr)");
+}
+
+ModelOptions PipelineFlags::resolve() const {
+  ModelOptions options;
+  options.backend = backend;
+  if (!passes.empty()) options.pipeline.passes = passes::parsePassList(passes);
+  for (const auto& name : disabled) {
+    passes::createPass(name);
+    options.pipeline.disabled.insert(name);
+  }
+  for (const auto& name : printAfter) {
+    passes::createPass(name);
+    options.pipeline.manager.printAfter.insert(name);
+  }
+  options.pipeline.manager.printAfterAll = printAfterAll;
+  options.pipeline.manager.timePasses = timePasses;
+  options.pipeline.manager.log = &std::cerr;
+  return options;
+}
+
+}  // namespace txl::tools
