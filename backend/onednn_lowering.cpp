@@ -4,6 +4,7 @@
 // Values are dense row-major; strided access (transposes, slices, permutes,
 // pad interiors) is expressed by memory descriptors with explicit strides
 // over the producer's buffer, with handles offset by the view's start.
+#include <cmath>
 #include <cstring>
 
 #include "backend/onednn_kernels.h"
@@ -174,6 +175,23 @@ void Lowering::lowerBinary(ir::Node n, const std::vector<View>& ops, const View&
                {{DNNL_ARG_SRC_0, mem(src0, src0Md)}, {DNNL_ARG_SRC_1, mem(src1, src1Md)}, {DNNL_ARG_DST, mem(out, dstMd)}});
 }
 
+// masked_fill with -inf (+inf) and a mask known at compile time: min (max)
+// with a constant of the mask's shape holding the fill where masked and +inf
+// (-inf) elsewhere; a multi-threaded binary instead of a plain loop.
+void Lowering::lowerInfMaskedFill(ir::Node n, const View& x, const View& mask, const View& out, float value) {
+  const std::int64_t count = mask.type.numel();
+  auto* bound = static_cast<float*>(plan_.allocate(mask.type.bytes()));
+  plan_.constantBytes += mask.type.bytes();
+  const float* m = reinterpret_cast<const float*>(plan_.ptr(mask));
+  for (std::int64_t i = 0; i < count; ++i) bound[i] = m[i] != 0.0f ? value : -value;
+  const View boundView{plan_.addBuffer(BufferKind::Constant, bound), 0, mask.type};
+  memory::desc dstMd = denseMd(out.type), boundMd = paddedMd(mask.type, out.type.shape.size());
+  auto alg = value < 0 ? dnnl::algorithm::binary_min : dnnl::algorithm::binary_max;
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, dstMd, boundMd, dstMd), scratchpadAttr(), plan_.engine);
+  addPrimitive(n, pd, "binary",
+               {{DNNL_ARG_SRC_0, mem(x, dstMd)}, {DNNL_ARG_SRC_1, mem(boundView, boundMd)}, {DNNL_ARG_DST, mem(out, dstMd)}});
+}
+
 void Lowering::lowerSoftmax(ir::Node n, const View& x, const View& out, bool log) {
   const std::int64_t axis = *ir::normalizeAxis(g_.op(n).attrs.getInt("axis"), x.type.rank());
   dnnl::primitive_desc pd = log ? dnnl::primitive_desc(logSoftmaxForwardPd(plan_.engine, x.type, axis))
@@ -294,6 +312,9 @@ void Lowering::lower(ir::Node n, const std::vector<View>& ops, const View& out, 
     }
     case ir::OpKind::MaskedFill: {
       TXL_CHECK(out.type.dtype == ir::DType::F32, "masked_fill lowering takes f32 only");
+      const float value = static_cast<float>(attrs.getFloat("value"));
+      if (std::isinf(value) && isConstant(ops[1]) && ops[1].type.dtype == ir::DType::F32)
+        return lowerInfMaskedFill(n, ops[0], ops[1], out, value);
       auto strides = broadcastStrides(ops[1].type, out.type.shape);
       return addKernel(n, "txl:masked_fill", [p = &plan_, x = ops[0], m = ops[1], out, strides,
                                               value = static_cast<float>(attrs.getFloat("value"))] {

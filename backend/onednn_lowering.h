@@ -105,6 +105,7 @@ class Lowering {
   void lowerLinear(ir::Node n, const std::vector<View>& ops, const View& out);
   void lowerMatMul(ir::Node n, const std::vector<View>& ops, const View& out);
   void lowerBinary(ir::Node n, const std::vector<View>& ops, const View& out);
+  void lowerInfMaskedFill(ir::Node n, const View& x, const View& mask, const View& out, float value);
   void lowerSoftmax(ir::Node n, const View& x, const View& out, bool log);
   void lowerConcat(ir::Node n, const std::vector<View>& ops, const View& out);
   void lowerPad(ir::Node n, const View& x, const View& out);
