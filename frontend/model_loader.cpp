@@ -1,7 +1,10 @@
 // frontend/model_loader.cpp - resolving MODEL [--weights FILE] into a spec and weights.
 #include "frontend/model_loader.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 #include <vector>
@@ -31,6 +34,23 @@ std::vector<std::string> safetensorsIn(const fs::path& dir) {
   if (ec) throw Error(dir.string() + ": cannot list: " + ec.message());
   std::sort(found.begin(), found.end());
   return found;
+}
+
+std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / static_cast<double>(1 << 30));
+  return buf;
+}
+
+// Random weights are allocated in full: refuse before allocating what the machine cannot hold.
+void checkFitsInRam(const ModelSpec& spec) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0) return;
+  const double ram = static_cast<double>(pages) * static_cast<double>(pageSize);
+  const double need = static_cast<double>(spec.parameterCount()) * 4.0;
+  if (need > ram)
+    throw Error(spec.source + ": random weights need " + gib(need) + " (" + std::to_string(spec.parameterCount()) +
+                " f32 parameters); this machine has " + gib(ram) + " of RAM");
 }
 
 }  // namespace
@@ -93,6 +113,7 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
   }
 
   if (options.randomWeights) {
+    checkFitsInRam(m.spec);
     m.weights = randomWeights(m.spec, options.seed);
   } else {
     if (fs::is_directory(weights, ec))

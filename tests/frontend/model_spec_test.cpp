@@ -283,3 +283,23 @@ TEST_CASE("loadModelSpec reads files and names them", "[spec]") {
                                         "object separator - unexpected number literal; expected ':'");
   std::remove(bad.c_str());
 }
+
+TEST_CASE("spec text: random corruptions end in txl::Error or a valid spec, never a crash", "[spec][fuzz]") {
+  const std::string good = tinyBase().dump();
+  std::uint64_t state = 99;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  const char alphabet[] = "{}[]\":,-0123456789.eEtruefalsn \\/";
+  for (int round = 0; round < 3000; ++round) {
+    std::string text = good;
+    for (int e = 0, n = 1 + static_cast<int>(next() % 3); e < n && !text.empty(); ++e)
+      text[next() % text.size()] = alphabet[next() % (sizeof alphabet - 1)];
+    try {
+      parseModelSpec(parseJsonText(text, "spec.json"), "spec.json");
+    } catch (const txl::Error& e) {
+      CHECK(std::string(e.what()).rfind("spec.json: ", 0) == 0);
+    }
+  }
+}

@@ -258,3 +258,41 @@ TEST_CASE("safetensors: every conformance and model file opens", "[safetensors]"
   CHECK(input.dtype() == DType::I64);
   for (std::int64_t i = 0; i < input.numel(); ++i) CHECK((input.data<std::int64_t>()[i] >= 0 && input.data<std::int64_t>()[i] < 97));
 }
+
+TEST_CASE("safetensors: random corruptions end in txl::Error or a valid file, never a crash", "[safetensors][fuzz]") {
+  const auto good = serializeSafetensors({{"a", f32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", f32({1}, {7})}},
+                                         {{"k", "v"}});
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  int accepted = 0, refused = 0;
+  for (int round = 0; round < 3000; ++round) {
+    auto bytes = good;
+    const int edits = 1 + static_cast<int>(next() % 4);
+    for (int e = 0; e < edits; ++e) {
+      switch (next() % 3) {
+        case 0: bytes[next() % bytes.size()] = static_cast<std::byte>(next() & 0xff); break;  // flip a byte
+        case 1: bytes.resize(next() % (bytes.size() + 1)); break;                               // truncate
+        case 2: bytes[next() % 8] = static_cast<std::byte>(next() & 0xff); break;               // length field
+      }
+      if (bytes.empty()) break;
+    }
+    try {
+      auto f = SafetensorsFile::fromBytes(bytes, "m");
+      for (const auto& name : f.names()) {
+        try {
+          f.toF32(name);
+        } catch (const txl::Error&) {
+        }
+      }
+      ++accepted;
+    } catch (const txl::Error& e) {
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+      ++refused;
+    }
+  }
+  CHECK(accepted > 0);
+  CHECK(refused > 0);
+}
