@@ -26,10 +26,13 @@ CompiledGraph& Session::plan(std::int64_t qlen, std::int64_t mlen, SegmentOutput
   auto key = std::make_tuple(qlen, mlen, outputs);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
-    ir::Graph graph = model_->buildGraph(qlen, mlen, outputs);
-    it = plans_.emplace(key, model_->executor().compile(graph, model_->weights())).first;
+    FoldedGraph folded = foldConstants(model_->buildGraph(qlen, mlen, outputs), model_->weights(),
+                                       model_->constants(), model_->executor());
+    Plan plan{std::make_unique<TensorMap>(std::move(folded.weights)), nullptr};
+    plan.graph = model_->executor().compile(folded.graph, *plan.weights);
+    it = plans_.emplace(key, std::move(plan)).first;
   }
-  return *it->second;
+  return *it->second.graph;
 }
 
 void Session::checkIds(const ir::Tensor& ids, const char* what, std::int64_t qlen) const {

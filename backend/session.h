@@ -25,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/constant_folding.h"
 #include "backend/executor.h"
 
 namespace txl::backend {
@@ -60,12 +61,15 @@ class CompiledModel {
   ir::Graph buildGraph(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) const {
     return factory_(qlen, mlen, outputs);
   }
+  // Constant values (folded at plan-compile time) shared by every plan.
+  ConstantCache& constants() const { return constants_; }
 
  private:
   ModelInfo info_;
   TensorMap weights_;
   std::shared_ptr<Executor> executor_;
   GraphFactory factory_;
+  mutable ConstantCache constants_;
 };
 
 struct ForwardResult {
@@ -102,7 +106,11 @@ class Session {
   void checkIds(const ir::Tensor& ids, const char* what, std::int64_t qlen) const;
 
   std::shared_ptr<const CompiledModel> model_;
-  std::map<std::tuple<std::int64_t, std::int64_t, SegmentOutputs>, std::unique_ptr<CompiledGraph>> plans_;
+  struct Plan {
+    std::unique_ptr<TensorMap> weights;  // the model's plus folded constants; outlives `graph`, never moves
+    std::unique_ptr<CompiledGraph> graph;
+  };
+  std::map<std::tuple<std::int64_t, std::int64_t, SegmentOutputs>, Plan> plans_;
   std::vector<ir::Tensor> memory_;  // per slot, f32[mem_len, batch, d_model]; the first mlen_ rows are live
   std::int64_t mlen_ = 0;
   TensorMap inputs_;                // reused across forwards
