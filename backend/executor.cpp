@@ -18,7 +18,7 @@ void checkInputs(const ir::Graph& graph, const TensorMap& inputs) {
   for (ir::Node n : graph.nodes()) {
     if (graph.kind(n) == ir::OpKind::Input)
       checkOne(inputs, graph.op(n).attrs.getString("name"), graph.type(n), "input");
-    else if (graph.kind(n) == ir::OpKind::MemRead)
+    else if (graph.kind(n) == ir::OpKind::MemRead || graph.kind(n) == ir::OpKind::MemWindow)
       checkOne(inputs, memName(graph.op(n).attrs.getInt("slot")), graph.type(n), "memory");
   }
 }

@@ -7,6 +7,10 @@
 // Names: graph inputs are passed by their `name` attribute; the memory a
 // mem_read of slot s reads is passed as "mem.<s>". Outputs are returned by
 // their `name`; what a mem_write of slot s writes comes back as "mem.<s>".
+// A mem_window of slot s is passed "mem.<s>": the caller's state window of
+// the op's type [mlen + qlen, ...] whose first mlen rows hold the memory; the
+// plan writes the new rows into it in place (the caller then keeps its last
+// `keep` rows as the memory, without moving anything).
 // Weights are looked up by the `name` of each weight op.
 //
 //   auto exe = makeReferenceExecutor();

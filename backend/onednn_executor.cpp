@@ -128,7 +128,8 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
     aliased[n] = false;
     switch (op.kind) {
       case ir::OpKind::Input:
-      case ir::OpKind::MemRead: {
+      case ir::OpKind::MemRead:
+      case ir::OpKind::MemWindow: {  // the caller's state window, rebound every run
         std::string name = op.kind == ir::OpKind::Input ? op.attrs.getString("name") : memName(op.attrs.getInt("slot"));
         auto [it, fresh] = namedBuffers.try_emplace("in:" + name, -1);
         if (fresh) {

@@ -295,6 +295,13 @@ void Lowering::lower(ir::Node n, const std::vector<View>& ops, const View& out, 
       if (!aliased)
         addKernel(n, "txl:copy", [p = &plan_, x = ops[0], out] { std::memcpy(p->ptr(out), p->ptr(x), x.type.bytes()); });
       return;
+    case ir::OpKind::MemWindow: {  // the window is the caller's buffer; append x's rows after the memory
+      const std::size_t at = out.type.bytes() - ops[0].type.bytes();
+      addKernel(n, "txl:mem_window", [p = &plan_, x = ops[0], out, at] {
+        std::memcpy(p->ptr(out) + at, p->ptr(x), x.type.bytes());
+      });
+      return;
+    }
     case ir::OpKind::Add:
     case ir::OpKind::Sub:
     case ir::OpKind::Mul:

@@ -133,6 +133,7 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::AttnMask:
     case ir::OpKind::Output:
     case ir::OpKind::MemWrite:
+    case ir::OpKind::MemWindow:
     case ir::OpKind::MaskedFill:
     case ir::OpKind::Concat:
     case ir::OpKind::Slice:

@@ -9,6 +9,7 @@
 //      the step's slot; sinks record their operand under their output name.
 #include "backend/reference_interpreter.h"
 
+#include <cstring>
 #include <vector>
 
 #include "backend/reference_kernels.h"
@@ -22,6 +23,14 @@ namespace {
 
 using ir::OpKind;
 using ir::Tensor;
+
+// mem_window: `window` is the caller's state window [mlen + rows, ...] whose
+// first mlen rows hold the memory; x goes into the rest, in place.
+Tensor memWindow(const Tensor& window, const Tensor& x, std::int64_t mlen) {
+  std::size_t rowBytes = x.shape()[0] == 0 ? 0 : x.bytes() / x.shape()[0];
+  std::memcpy(static_cast<char*>(const_cast<void*>(window.raw())) + mlen * rowBytes, x.raw(), x.bytes());
+  return window;
+}
 
 struct Step {
   ir::OpData op;
@@ -77,6 +86,7 @@ class ReferencePlan final : public CompiledGraph {
         return ref::attnMask(a.getInt("qlen"), a.getInt("mlen"), a.getInt("mem_len"), a.getBool("same_length"));
       case OpKind::Output: outputs_[a.getString("name")] = x[0]; return {};
       case OpKind::MemWrite: outputs_[memName(a.getInt("slot"))] = x[0]; return {};
+      case OpKind::MemWindow: return memWindow(inputs.at(memName(a.getInt("slot"))), x[0], a.getInt("mlen"));
       case OpKind::Add: return ref::add(x[0], x[1]);
       case OpKind::Sub: return ref::sub(x[0], x[1]);
       case OpKind::Mul: return ref::mul(x[0], x[1]);

@@ -377,7 +377,10 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
   s.d_head = r.size({"d_head"}, dflt(64));
   s.d_inner = r.size({"d_inner"}, dflt(4096));
   if (Field f = r.find({"d_embed"}); f && !f.value->is_null()) {
-    s.d_embed = r.integer(f, 1, kMaxDim, "a positive integer");
+    // The reference's train.py passes -1 for "same as d_model".
+    s.d_embed = r.integer(f, -1, kMaxDim, "a positive integer (or -1 or null for d_model)");
+    if (s.d_embed == 0) r.fail(f.pointer, "expected a positive integer (or -1 or null for d_model), got 0");
+    if (s.d_embed < 0) s.d_embed = s.d_model;
   } else {
     s.d_embed = f ? s.d_model : (hf ? 1024 : s.d_model);
   }

@@ -262,6 +262,19 @@ Inferred inferType(OpKind kind, const std::vector<TensorType>& ops, const Attrs&
     case OpKind::MemWrite:
       TXL_NEED("slot", kInt);
       return sink();
+    case OpKind::MemWindow: {
+      TXL_NEED("slot", kInt);
+      TXL_NEED("mlen", kInt);
+      TXL_NEED("keep", kInt);
+      const TensorType& x = ops[0];
+      std::int64_t mlen = attrs.getInt("mlen"), keep = attrs.getInt("keep");
+      if (x.rank() < 1) return fail("x must have rank >= 1");
+      if (mlen < 0 || keep < 0 || keep > mlen + x.shape[0])
+        return fail("needs mlen >= 0 and 0 <= keep <= mlen + rows of x");
+      TensorType out = x;
+      out.shape[0] += mlen;
+      return ok(out);
+    }
     case OpKind::Add:
     case OpKind::Sub:
     case OpKind::Mul:

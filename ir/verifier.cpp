@@ -36,6 +36,10 @@ std::optional<std::string> verify(const Graph& g) {
       case OpKind::Output: dup = unique(outputs, op.attrs.getString("name"), "output name"); break;
       case OpKind::MemRead: dup = unique(memReads, op.attrs.getInt("slot"), "mem_read slot"); break;
       case OpKind::MemWrite: dup = unique(memWrites, op.attrs.getInt("slot"), "mem_write slot"); break;
+      case OpKind::MemWindow:
+        dup = unique(memReads, op.attrs.getInt("slot"), "memory slot (mem_window)");
+        if (!dup) dup = unique(memWrites, op.attrs.getInt("slot"), "memory slot (mem_window)");
+        break;
       default: break;
     }
     if (dup) return dup;

@@ -71,6 +71,8 @@ TEST_CASE("reference spec: defaults of optional keys", "[spec]") {
   CHECK(s.layer_norm_epsilon == 1e-5);
   j["d_embed"] = nullptr;  // the reference's d_embed=None
   CHECK(parseModelSpec(j, "spec.json").d_embed == 8);
+  j["d_embed"] = -1;  // the reference's train.py default
+  CHECK(parseModelSpec(j, "spec.json").d_embed == 8);
 }
 
 TEST_CASE("reference spec: unknown keys are warnings, not errors", "[spec]") {
@@ -165,6 +167,8 @@ TEST_CASE("bad specs: each gives its one-line message", "[spec][errors]") {
        "spec.json: /n_token: expected a positive integer at most 2147483647, got 4294967296"},
       {R"({"n_token": 18446744073709551615})",
        "spec.json: /n_token: expected a positive integer at most 2147483647, got 18446744073709551615"},
+      {R"({"d_embed": 0})", "spec.json: /d_embed: expected a positive integer (or -1 or null for d_model), got 0"},
+      {R"({"d_embed": -2})", "spec.json: /d_embed: expected a positive integer (or -1 or null for d_model), got -2"},
       {R"({"mem_len": -1})", "spec.json: /mem_len: expected a non-negative integer, got -1"},
       {R"({"div_val": 0})", "spec.json: /div_val: expected a positive integer, got 0"},
       {R"({"pre_lnorm": 1})", "spec.json: /pre_lnorm: expected true or false, got 1"},
