@@ -101,7 +101,8 @@ FoldedGraph foldConstants(const ir::Graph& graph, const TensorMap& weights, Cons
   std::set<Node> constant;
   for (Node n : order) {
     OpKind kind = g.kind(n);
-    if (!ir::opInfo(kind).hasResult || kind == OpKind::Input || kind == OpKind::MemRead) continue;
+    if (!ir::opInfo(kind).hasResult || kind == OpKind::Input || kind == OpKind::MemRead || kind == OpKind::MemWindow)
+      continue;
     bool all = isSourceConstant(kind) || g.numOperands(n) > 0;
     for (Node o : g.operands(n)) all &= constant.count(o) > 0;
     if (all) constant.insert(n);

@@ -10,6 +10,13 @@ namespace txl::passes {
 
 const std::vector<std::string>& defaultPipeline() {
   static const std::vector<std::string> pipeline = {
+      // The memory form first, on the literal graph whose projection of
+      // [memory; h] it recognizes: remember projected keys and values so each
+      // segment projects only its new rows (--memory hidden disables it).
+      "cache-projected-memory",
+      // [memory; x] and the memory update as one in-place window per slot;
+      // after the rewrites above, which still see the plain concat.
+      "window-memory",
       // Last: drop whatever the rewrites above left without users.
       "dce",
   };
