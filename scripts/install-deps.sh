@@ -14,7 +14,7 @@ packages=(
   libcli11-dev                        # the command line
 )
 if [[ "${1:-}" == "--fuzz" ]]; then
-  packages+=(clang-14 libclang-rt-14-dev)
+  packages+=(clang-14 libclang-rt-14-dev libomp-14-dev)  # libomp: clang's OpenMP for the tools library
 fi
 
 missing=()
