@@ -197,6 +197,8 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
       case ir::OpKind::LogSoftmax:
       case ir::OpKind::RelShift:
       case ir::OpKind::Pick:
+      case ir::OpKind::RelScores:
+      case ir::OpKind::FusedLinear:
         newArena(n, *op.type, t);
         break;
     }

@@ -385,6 +385,8 @@ void Lowering::lower(ir::Node n, const std::vector<View>& ops, const View& out, 
                           reinterpret_cast<float*>(p->ptr(out)));
       });
     }
+    case ir::OpKind::RelScores: return lowerRelScores(n, ops, out);
+    case ir::OpKind::FusedLinear: return lowerFusedLinear(n, ops, out);
     case ir::OpKind::Pick: {
       TXL_CHECK(out.type.dtype == ir::DType::F32, "pick lowering takes f32 only");
       return addKernel(n, "txl:pick", [p = &plan_, x = ops[0], idx = ops[1], out] {

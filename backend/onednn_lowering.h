@@ -109,6 +109,8 @@ class Lowering {
   void lowerSoftmax(ir::Node n, const View& x, const View& out, bool log);
   void lowerConcat(ir::Node n, const std::vector<View>& ops, const View& out);
   void lowerPad(ir::Node n, const View& x, const View& out);
+  void lowerRelScores(ir::Node n, const std::vector<View>& ops, const View& out);    // onednn_fused.cpp
+  void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
 
  public:
   static dnnl::memory::desc denseMd(const ir::TensorType& t);

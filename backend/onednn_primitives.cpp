@@ -3,6 +3,7 @@
 // (which has no data) asks oneDNN exactly what the lowering will get.
 #include <numeric>
 
+#include "backend/onednn_fused.h"
 #include "backend/onednn_lowering.h"
 #include "ir/check.h"
 #include "ir/shape_inference.h"
@@ -143,7 +144,11 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::Embedding:
     case ir::OpKind::RelShift:
     case ir::OpKind::Pick:
+    case ir::OpKind::RelScores:  // an own kernel (onednn_fused.cpp)
       return std::nullopt;
+    case ir::OpKind::FusedLinear:
+      return fusedLinearPd(eng, operandType(0), operandType(1), op.attrs.getBool("bias"), op.attrs.getBool("residual"),
+                           op.attrs.getBool("relu"), true);
     case ir::OpKind::Add:
     case ir::OpKind::Sub:
     case ir::OpKind::Mul:

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/reference_fused_kernels.h"
 #include "backend/reference_kernels.h"
 #include "ir/check.h"
 #include "ir/printer.h"
@@ -108,6 +109,10 @@ class ReferencePlan final : public CompiledGraph {
       case OpKind::LogSoftmax: return ref::logSoftmax(x[0], a.getInt("axis"));
       case OpKind::RelShift: return ref::relShift(x[0]);
       case OpKind::Pick: return ref::pick(x[0], x[1]);
+      case OpKind::RelScores: return ref::relScores(x[0], x[1], x[2], a.getFloat("scale"), a.getFloat("value"));
+      case OpKind::FusedLinear:
+        return ref::fusedLinear(x[0], x[1], a.getBool("bias") ? &x[2] : nullptr, a.getBool("residual") ? &x.back() : nullptr,
+                                a.getBool("relu"));
     }
     TXL_CHECK(false, "unknown op kind");
     return {};

@@ -4,6 +4,8 @@
 // skipped and why) as remarks in the PassContext; tools decide what to show.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +44,9 @@ struct Remark {
 
 struct PassContext {
   const TargetInfo* target = nullptr;  // may be null: passes then assume every lowering is fast
+  // The longest klen (mlen + qlen) the model runs: fold-positions builds the
+  // position tables for it and reads suffixes. Empty: each graph's own klen.
+  std::optional<std::int64_t> maxKlen;
   std::vector<Remark> remarks;
 
   void applied(std::string_view pass, std::string message) { remarks.push_back({std::string(pass), true, std::move(message)}); }

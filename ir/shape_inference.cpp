@@ -210,6 +210,32 @@ Inferred pick(const std::vector<TensorType>& ops) {
   return ok({x.dtype, idx.shape});
 }
 
+Inferred relScores(const std::vector<TensorType>& ops, const Attrs& attrs) {
+  TXL_NEED("scale", kFloat);
+  TXL_NEED("value", kFloat);
+  const auto& ac = ops[0];
+  if (ac.rank() < 2 || ac.dtype != DType::F32) return fail("ac must be f32[..., Q, K], got " + ac.str());
+  if (ops[1] != ac) return fail("bd " + ops[1].str() + " must match ac " + ac.str());
+  Shape plane(ac.shape.end() - 2, ac.shape.end());
+  if (ops[2].dtype != DType::F32 || ops[2].shape != plane)
+    return fail("mask must be f32" + shapeStr(plane) + ", got " + ops[2].str());
+  return ok(ac);
+}
+
+Inferred fusedLinear(const std::vector<TensorType>& ops, const Attrs& attrs) {
+  for (const char* key : {"bias", "relu", "residual"})
+    if (attrs.has(key) && attrs.items().at(key).index() != kBool) return fail(std::string("attribute '") + key + "' must be a bool");
+  const bool bias = attrs.getBool("bias"), residual = attrs.getBool("residual");
+  if (ops.size() != 2 + std::size_t(bias) + std::size_t(residual))
+    return fail("expected " + std::to_string(2 + int(bias) + int(residual)) + " operands for bias = " +
+                (bias ? "true" : "false") + ", residual = " + (residual ? "true" : "false") + ", got " +
+                std::to_string(ops.size()));
+  Inferred y = linear(std::vector<TensorType>(ops.begin(), ops.begin() + 2 + bias));
+  if (!y.ok()) return y;
+  if (residual && ops.back() != *y.type) return fail("residual must be " + y.type->str() + ", got " + ops.back().str());
+  return y;
+}
+
 Inferred maskedFill(const std::vector<TensorType>& ops, const Attrs& attrs) {
   TXL_NEED("value", kFloat);
   auto shape = broadcastShapes(ops[0].shape, ops[1].shape);
@@ -311,6 +337,10 @@ Inferred inferType(OpKind kind, const std::vector<TensorType>& ops, const Attrs&
       return relShift(ops[0]);
     case OpKind::Pick:
       return pick(ops);
+    case OpKind::RelScores:
+      return relScores(ops, attrs);
+    case OpKind::FusedLinear:
+      return fusedLinear(ops, attrs);
   }
   return fail("unknown op");
 }

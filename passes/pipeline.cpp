@@ -14,6 +14,28 @@ const std::vector<std::string>& defaultPipeline() {
       // [memory; h] it recognizes: remember projected keys and values so each
       // segment projects only its new rows (--memory hidden disables it).
       "cache-projected-memory",
+      // First: put the literal graph in the forms the Transformer-XL passes
+      // match (the reference rel-shift as one rel_shift op, no identity or
+      // chained views), and merge the weights the builder adds more than once.
+      "canonicalize",
+      "cse",
+      // Position tables for the longest klen before anything reads r: the
+      // r_net projections then sit on one shared table (a constant cone the
+      // backend evaluates once per model, not per segment shape).
+      "fold-positions",
+      // u, v and the score scale into one Q projection; needs the canonical
+      // rel_shift (step 1) to see both score matmuls of a block, and must run
+      // before fuse-rel-shift, which would otherwise capture the scale.
+      "fold-bias-terms",
+      // The folding leaves reshape(slice) chains and repeated weight slices:
+      // collapse and merge them so the fusions below see one value per view.
+      "canonicalize",
+      "cse",
+      // AC + shift(BD), (any remaining) scale and the mask as one rel_scores op.
+      "fuse-rel-shift",
+      // Last of the fusions: it consumes the linear ops the passes above
+      // create or leave (and would hide them from those passes' patterns).
+      "fuse-epilogues",
       // [memory; x] and the memory update as one in-place window per slot;
       // after the rewrites above, which still see the plain concat.
       "window-memory",

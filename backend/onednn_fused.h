@@ -1,0 +1,35 @@
+// backend/onednn_fused.h - oneDNN lowering of the fused ops the passes
+// introduce: rel_scores (an own kernel, one pass over the score block) and
+// fused_linear (one matmul primitive with bias and eltwise_relu / binary_add
+// post-ops). The Lowering members lowerRelScores / lowerFusedLinear are
+// defined in onednn_fused.cpp; these free functions are shared with the
+// target info, which asks oneDNN what the lowering would get.
+//
+//   auto pd = fusedLinearPd(engine, xType, wType, /*bias=*/true, /*residual=*/false, /*relu=*/true, true);
+//   pd.impl_info_str();   // "brg:avx512_core"
+#pragma once
+
+#include <cstdint>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "ir/types.h"
+
+namespace txl::backend::onednn {
+
+// The matmul of fused_linear: src [M, in] x weights [in, out] (+ bias [1, out]),
+// post-ops eltwise_relu (when relu), then binary_add of a dense [M, out] (when residual).
+dnnl::matmul::primitive_desc fusedLinearPd(const dnnl::engine& eng, const ir::TensorType& x, const ir::TensorType& w,
+                                           bool bias, bool residual, bool relu, bool anyWeights);
+
+}  // namespace txl::backend::onednn
+
+namespace txl::backend::kernels {
+
+// rel_scores over `matrices` [q, k] blocks of ac and bd (dense), mask [q, k]:
+// out = value where mask != 0, else scale * (ac[i, j] + bd[i, j + q - 1 - i])
+// (bd term 0 when j + q - 1 - i >= k). Reads bd only inside its row.
+void relScores(const float* ac, const float* bd, const float* mask, std::int64_t matrices, std::int64_t q,
+               std::int64_t k, float scale, float value, float* out);
+
+}  // namespace txl::backend::kernels
