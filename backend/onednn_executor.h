@@ -48,6 +48,10 @@ class OnednnCompiledGraph : public CompiledGraph {
   // Bytes of the intermediate arena, the constant buffers and the scratchpads.
   virtual std::size_t arenaBytes() const = 0;
   virtual std::size_t constantBytes() const = 0;
+  // Per-step timing, off by default (run() then pays nothing for it): when on,
+  // run() waits after every step and adds its wall time to stepSeconds()[i].
+  virtual void setProfiling(bool on) = 0;
+  virtual const std::vector<double>& stepSeconds() const = 0;
 };
 
 std::unique_ptr<Executor> makeOnednnExecutor(const OnednnOptions& options = {});

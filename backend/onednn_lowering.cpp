@@ -122,6 +122,21 @@ std::vector<std::int64_t> broadcastStrides(const ir::TensorType& t, const ir::Sh
     if (padded[d] == 1 && shape[d] != 1) strides[d] = 0;
   return strides;
 }
+// k when t, padded to shape's rank, equals shape on its first k dimensions
+// and is 1 on the rest (0 < k < rank, some trailing dimension of shape > 1); else 0.
+std::int64_t leadingBroadcastSplit(const ir::TensorType& t, const ir::Shape& shape) {
+  const std::size_t rank = shape.size(), pad = rank - t.shape.size();
+  auto dim = [&](std::size_t d) { return d < pad ? std::int64_t(1) : t.shape[d - pad]; };
+  std::size_t k = 0;
+  while (k < rank && dim(k) == shape[k]) ++k;
+  if (k == 0 || k == rank) return 0;
+  bool broadcast = false;
+  for (std::size_t d = k; d < rank; ++d) {
+    if (dim(d) != 1) return 0;
+    broadcast |= shape[d] > 1;
+  }
+  return broadcast ? std::int64_t(k) : 0;
+}
 memory::desc paddedMd(const ir::TensorType& t, std::size_t rank) {
   if (rank == 0) return Lowering::denseMd(t);
   ir::Shape padded(rank - t.shape.size(), 1);
@@ -170,6 +185,16 @@ void Lowering::lowerBinary(ir::Node n, const std::vector<View>& ops, const View&
   }
   memory::desc src0Md = paddedMd(src0.type, rank), src1Md = paddedMd(src1.type, rank);
   if (src0.buffer == out.buffer && src0.offset == out.offset) src0Md = dstMd;
+  // src1 [lead..., 1...] against [lead..., trail...]: oneDNN 2.6 runs that
+  // broadcast as ref:any (~100x slower); seen as [1, lead, trail] against
+  // [1, lead, 1] it is a per-channel broadcast, which jit:uni takes.
+  if (const std::int64_t lead = leadingBroadcastSplit(src1.type, shape); lead > 0) {
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t d = 0; d < rank; ++d) (std::int64_t(d) < lead ? outer : inner) *= shape[d];
+    dstMd = memory::desc({1, outer, inner}, dnnlType(out.type.dtype), memory::format_tag::abc);
+    src0Md = dstMd;
+    src1Md = memory::desc({1, outer, 1}, dnnlType(src1.type.dtype), memory::format_tag::abc);
+  }
   dnnl::binary::primitive_desc pd(dnnl::binary::desc(algs[code], src0Md, src1Md, dstMd), attr, plan_.engine);
   addPrimitive(n, pd, "binary",
                {{DNNL_ARG_SRC_0, mem(src0, src0Md)}, {DNNL_ARG_SRC_1, mem(src1, src1Md)}, {DNNL_ARG_DST, mem(out, dstMd)}});

@@ -60,6 +60,7 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
   }
   SegmentOutputs outputs{logprob, targets != nullptr};
   CompiledGraph& p = plan(qlen, mlen_, outputs);
+  lastPlan_ = &p;
 
   inputs_["tokens"] = tokens;
   if (targets) inputs_["targets"] = *targets;

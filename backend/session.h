@@ -99,6 +99,8 @@ class Session {
 
   // Plans built so far (one per distinct segment shape met).
   std::size_t planCount() const { return plans_.size(); }
+  // The plan the last forward() ran (null before the first), for profilers.
+  CompiledGraph* lastPlan() const { return lastPlan_; }
   const CompiledModel& model() const { return *model_; }
 
  private:
@@ -113,6 +115,7 @@ class Session {
   std::map<std::tuple<std::int64_t, std::int64_t, SegmentOutputs>, Plan> plans_;
   std::vector<ir::Tensor> memory_;  // per slot, f32[mem_len, batch, d_model]; the first mlen_ rows are live
   std::int64_t mlen_ = 0;
+  CompiledGraph* lastPlan_ = nullptr;
   TensorMap inputs_;                // reused across forwards
 };
 

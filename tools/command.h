@@ -16,6 +16,7 @@ namespace txl::tools {
 using Action = std::function<int()>;
 
 void registerConformance(CLI::App& app, Action& action);
+void registerBench(CLI::App& app, Action& action);  // cmd_bench.cpp: bench, bench-probe
 
 // Options every command that builds graphs shares: --backend, --passes,
 // --disable-pass, --print-after-all, --print-after, --time-passes.

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "txlc 0.1.0");
   Action action;
+  registerBench(app, action);
   registerConformance(app, action);
   try {
     app.parse(argc, argv);

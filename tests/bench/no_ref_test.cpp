@@ -1,0 +1,76 @@
+// tests/bench/no_ref_test.cpp - no step of the benchmark specs' plans runs a
+// `ref` oneDNN implementation (DESIGN.md: ~480x slower; a bug to lower so).
+//
+// The plans are built at a reduced mem_len (the same shape classes: qlen and
+// batch as benchmarked, a memory longer than the segment, qlen 1 against a
+// full memory, the NLL through the adaptive softmax) to keep the test fast.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "backend/onednn_executor.h"
+#include "frontend/model_loader.h"
+#include "tools/model_setup.h"
+
+namespace {
+
+using namespace txl;
+
+struct Case {
+  const char* spec;
+  std::int64_t batch, qlen, memLen;
+  bool nll;
+};
+
+ir::Tensor ids(std::int64_t qlen, std::int64_t batch, std::int64_t n, std::mt19937_64& rng) {
+  ir::Tensor t = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
+  for (auto& v : t.span<std::int64_t>()) v = std::int64_t(rng() % std::uint64_t(n));
+  return t;
+}
+
+// Runs segments until the memory is full, then one at qlen 1; returns every
+// `ref` step of the plans met.
+std::vector<std::string> refSteps(const Case& c) {
+  frontend::LoadOptions load;
+  load.randomWeights = true;
+  frontend::LoadedModel m = frontend::loadModel(std::string(TXL_BENCH_DIR) + "/" + c.spec, std::nullopt, load);
+  tools::RunSettings settings;
+  settings.batch = c.batch;
+  settings.memLen = c.memLen;
+  auto model = tools::compileModel(m.spec, ir::TensorMap(m.weights.begin(), m.weights.end()), settings, {});
+  backend::Session s(model);
+  std::mt19937_64 rng(1);
+  std::vector<std::string> found;
+  auto check = [&] {
+    auto* plan = dynamic_cast<backend::OnednnCompiledGraph*>(s.lastPlan());
+    REQUIRE(plan != nullptr);
+    REQUIRE(!plan->steps().empty());
+    for (const auto& step : plan->steps())
+      if (step.impl.rfind("ref", 0) == 0)
+        found.push_back(std::string(c.spec) + ": " + step.op + " (node " + std::to_string(step.node) + ") " +
+                        step.primitive + " " + step.impl);
+  };
+  for (std::int64_t q : {c.qlen, c.qlen, c.qlen, std::int64_t(1)}) {
+    ir::Tensor tokens = ids(q, c.batch, m.spec.n_token, rng), targets = ids(q, c.batch, m.spec.n_token, rng);
+    s.forward(tokens, c.nll ? &targets : nullptr, false);
+    check();
+  }
+  REQUIRE(s.mlen() == c.memLen);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("bench specs: no ref implementation in any plan step", "[bench][onednn]") {
+  const Case cases[] = {
+      {"enwik8_base.json", 1, 80, 160, false},
+      {"wt103_base.json", 1, 64, 128, true},
+      {"small_b8.json", 8, 128, 128, false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.spec);
+    auto found = refSteps(c);
+    for (const auto& f : found) UNSCOPED_INFO(f);
+    CHECK(found.empty());
+  }
+}
