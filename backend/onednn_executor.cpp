@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "backend/onednn_lowering.h"
@@ -77,6 +78,50 @@ bool contiguousSlice(const ir::Graph& g, ir::Node n) {
   for (std::int64_t d = 0; d < axis; ++d)
     if (x.shape[d] != 1) return false;
   return true;
+}
+
+// The strides of a strided tensor (shape `from`, `strides`) reshaped to `to`
+// without copying, or nullopt when the reshape would merge dimensions that are
+// not contiguous with each other.
+std::optional<std::vector<std::int64_t>> reshapeStrides(const ir::Shape& from, const std::vector<std::int64_t>& strides,
+                                                        const ir::Shape& to) {
+  std::vector<std::int64_t> out(to.size(), 1);
+  std::size_t oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < to.size() && oi < from.size()) {
+    std::int64_t np = to[ni], op = from[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= to.size()) return std::nullopt;
+        np *= to[nj++];
+      } else {
+        if (oj >= from.size()) return std::nullopt;
+        op *= from[oj++];
+      }
+    }
+    for (std::size_t k = oi; k + 1 < oj; ++k)
+      if (strides[k] != from[k + 1] * strides[k + 1]) return std::nullopt;
+    out[nj - 1] = strides[oj - 1];
+    for (std::size_t k = nj - 1; k > ni; --k) out[k - 1] = out[k] * to[k];
+    ni = nj++;
+    oi = oj++;
+  }
+  for (; oi < from.size(); ++oi)
+    if (from[oi] != 1) return std::nullopt;
+  return out;  // trailing dimensions of size 1 keep stride 1
+}
+
+// A non-contiguous slice of a dense value whose only reader is a permute,
+// directly or through one reshape: the permute's reorder can read it in place
+// (one copy into head-major layout instead of a slice copy and a permute copy).
+bool sliceReadInPlace(const ir::Graph& g, ir::Node n, const View& x) {
+  if (!x.strides.empty() || x.type.dtype == ir::DType::I64) return false;
+  const auto users = g.users(n);
+  if (users.size() != 1) return false;
+  if (g.kind(users[0]) == ir::OpKind::Permute) return true;
+  if (g.kind(users[0]) != ir::OpKind::Reshape) return false;
+  const auto next = g.users(users[0]);
+  return next.size() == 1 && g.kind(next[0]) == ir::OpKind::Permute &&
+         reshapeStrides(g.type(n).shape, onednn::denseStrides(x.type.shape), g.type(users[0]).shape).has_value();
 }
 
 std::string nodeName(const ir::Graph& g, ir::Node n) {
@@ -170,8 +215,9 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
         const BufferKind k = plan_.buffers[xv.buffer].kind;
         const bool sink = op.kind == ir::OpKind::Output || op.kind == ir::OpKind::MemWrite;
         const ir::TensorType type = sink ? xv.type : *op.type;
+        const bool inPlace = op.kind == ir::OpKind::Slice && !contiguousSlice(g, n) && sliceReadInPlace(g, n, xv);
         bool alias = op.kind == ir::OpKind::Reshape || (op.kind == ir::OpKind::Slice && contiguousSlice(g, n)) ||
-                     (sink && k != BufferKind::Input && k != BufferKind::Weight);
+                     inPlace || (sink && k != BufferKind::Input && k != BufferKind::Weight);
         if (!alias) {
           newArena(n, type, t);
           if (sink) values.back().lastUse = kForever;
@@ -182,7 +228,10 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
         if (op.kind == ir::OpKind::Slice) {
           const std::int64_t axis = *ir::normalizeAxis(op.attrs.getInt("axis"), xv.type.rank());
           v.offset += op.attrs.getInt("start") * onednn::denseStrides(xv.type.shape)[axis] * ir::dtypeSize(type.dtype);
+          if (inPlace) v.strides = onednn::denseStrides(xv.type.shape);
         }
+        if (op.kind == ir::OpKind::Reshape && !xv.strides.empty())
+          v.strides = *reshapeStrides(xv.type.shape, xv.strides, type.shape);  // checked by sliceReadInPlace
         views[n] = v;
         root[n] = root.at(x);
         aliased[n] = true;

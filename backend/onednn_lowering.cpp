@@ -359,7 +359,7 @@ void Lowering::lower(ir::Node n, const std::vector<View>& ops, const View& out, 
     case ir::OpKind::Slice:
     case ir::OpKind::Permute: {
       if (aliased || out.type.numel() == 0) return;  // a contiguous slice is placed as an alias
-      const auto xStrides = denseStrides(ops[0].type.shape);
+      const memory::dims xStrides = ops[0].strides.empty() ? denseStrides(ops[0].type.shape) : ops[0].strides;
       memory::dims strides(out.type.rank());
       std::size_t off = 0;
       if (op.kind == ir::OpKind::Slice) {

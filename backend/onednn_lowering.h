@@ -30,11 +30,14 @@ struct Buffer {
   void* ptr = nullptr;  // Input: set on every run; Temp/Scratchpad: set at the end of compile
 };
 
-// A dense row-major tensor at `offset` bytes into buffer `buffer`.
+// A tensor at `offset` bytes into buffer `buffer`: dense row-major, or with
+// explicit `strides` (elements) for a slice viewed in place because its only
+// reader is a permute (onednn_executor.cpp); only reshape and permute accept one.
 struct View {
   int buffer = -1;
   std::size_t offset = 0;
   ir::TensorType type;
+  std::vector<std::int64_t> strides;  // empty: dense
 };
 
 struct Step {
