@@ -17,6 +17,10 @@ using Action = std::function<int()>;
 
 void registerConformance(CLI::App& app, Action& action);
 void registerBench(CLI::App& app, Action& action);  // cmd_bench.cpp: bench, bench-probe
+void registerCompile(CLI::App& app, Action& action);
+void registerScore(CLI::App& app, Action& action);
+void registerGenerate(CLI::App& app, Action& action);
+void registerRun(CLI::App& app, Action& action);
 
 // Options every command that builds graphs shares: --backend, --passes,
 // --disable-pass, --print-after-all, --print-after, --time-passes.

@@ -7,6 +7,7 @@
 #include "ir/check.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
+#include "tools/model_source.h"
 
 int main(int argc, char** argv) {
   using namespace txl::tools;
@@ -15,7 +16,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "txlc 0.1.0");
   Action action;
   registerBench(app, action);
-  registerConformance(app, action);
+  detectEmbeddedArtifact();  // a standalone executable: MODEL is the artifact it carries
+  if (!embeddedArtifact()) registerConformance(app, action);
+  if (!embeddedArtifact()) registerCompile(app, action);
+  registerScore(app, action);
+  registerGenerate(app, action);
+  registerRun(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,371 @@
+// tools/artifact.cpp - writing and reading compiled artifacts.
+#include "tools/artifact.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "ir/check.h"
+#include "ir/types.h"
+#include "tools/content_hash.h"
+
+namespace txl::tools {
+
+namespace {
+
+constexpr std::size_t kAlign = 64;
+
+std::size_t alignUp(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+void put32(std::byte* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = std::byte((v >> (8 * i)) & 0xff);
+}
+void put64(std::byte* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = std::byte((v >> (8 * i)) & 0xff);
+}
+std::uint32_t get32(const std::byte* p) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | std::uint32_t(p[i]);
+  return v;
+}
+std::uint64_t get64(const std::byte* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | std::uint64_t(p[i]);
+  return v;
+}
+
+// Distinct buffers in name order; a tied name points at the first name that
+// holds its buffer.
+struct WeightLayout {
+  struct Entry {
+    std::string name;
+    std::string aliasOf;
+    std::size_t offset = 0;
+  };
+  std::vector<Entry> entries;
+  std::size_t dataBytes = 0;
+};
+
+WeightLayout layoutWeights(const ir::TensorMap& weights) {
+  WeightLayout layout;
+  std::map<const void*, std::string> seen;
+  for (const auto& [name, t] : weights) {
+    WeightLayout::Entry e{name, "", 0};
+    auto it = t.bytes() ? seen.find(t.raw()) : seen.end();
+    if (it != seen.end() && weights.at(it->second).type() == t.type()) {
+      e.aliasOf = it->second;
+    } else {
+      if (t.bytes()) seen.emplace(t.raw(), name);
+      e.offset = layout.dataBytes;
+      layout.dataBytes = alignUp(layout.dataBytes + t.bytes());
+    }
+    layout.entries.push_back(e);
+  }
+  return layout;
+}
+
+nlohmann::json manifestJson(const Artifact& a, const WeightLayout& layout) {
+  nlohmann::json graphs = nlohmann::json::array();
+  for (const auto& g : a.graphs)
+    graphs.push_back({{"qlen", g.qlen},
+                      {"mlen", g.mlen},
+                      {"logprob", g.logprob},
+                      {"nll", g.nll},
+                      {"role", g.role},
+                      {"hash", hex64(g.hash)},
+                      {"graph", g.graph}});
+  nlohmann::json weights = nlohmann::json::array();
+  for (const auto& e : layout.entries) {
+    const ir::Tensor& t = a.weights.at(e.name);
+    nlohmann::json w = {{"name", e.name}, {"dtype", std::string(ir::dtypeName(t.dtype()))}, {"shape", t.shape()}};
+    if (!e.aliasOf.empty()) w["alias_of"] = e.aliasOf;
+    else w["offset"] = e.offset, w["bytes"] = t.bytes();
+    weights.push_back(std::move(w));
+  }
+  return {{"format", "txlc-artifact"},
+          {"version", kArtifactVersion},
+          {"txlc_version", a.txlcVersion},
+          {"model_id", a.modelId},
+          {"cpu_isa", a.cpuIsa},
+          {"spec", a.spec.toJson()},
+          {"setting",
+           {{"batch", a.setting.batch},
+            {"qlen", a.setting.qlen},
+            {"mem_len", a.setting.memLen},
+            {"clamp_len", a.setting.clampLen},
+            {"same_length", a.setting.sameLength},
+            {"memory", a.setting.memory}}},
+          {"passes", a.passes},
+          {"vocabulary", a.vocabulary ? *a.vocabulary : nlohmann::json(nullptr)},
+          {"graphs", graphs},
+          {"weights", weights}};
+}
+
+// Reads manifest fields with one-line errors naming the JSON pointer.
+struct Reader {
+  const std::string& name;
+  const nlohmann::json& root;
+
+  [[noreturn]] void fail(const std::string& ptr, const std::string& what) const {
+    throw Error(name + ": manifest " + ptr + ": " + what);
+  }
+  const nlohmann::json& at(const nlohmann::json& obj, const std::string& ptr, const char* key) const {
+    if (!obj.is_object()) fail(ptr, "expected an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(ptr + "/" + key, "missing");
+    return *it;
+  }
+  std::int64_t integer(const nlohmann::json& obj, const std::string& ptr, const char* key) const {
+    const auto& v = at(obj, ptr, key);
+    if (!v.is_number_integer()) fail(ptr + "/" + key, "expected an integer, got " + v.dump());
+    return v.get<std::int64_t>();
+  }
+  bool boolean(const nlohmann::json& obj, const std::string& ptr, const char* key) const {
+    const auto& v = at(obj, ptr, key);
+    if (!v.is_boolean()) fail(ptr + "/" + key, "expected true or false, got " + v.dump());
+    return v.get<bool>();
+  }
+  std::string string(const nlohmann::json& obj, const std::string& ptr, const char* key) const {
+    const auto& v = at(obj, ptr, key);
+    if (!v.is_string()) fail(ptr + "/" + key, "expected a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+};
+
+}  // namespace
+
+std::string modelId(const frontend::ModelSpec& spec, const ir::TensorMap& weights) {
+  ContentHash h;
+  h.update(spec.toJson().dump());
+  for (const auto& [name, t] : weights) {
+    h.update(name);
+    h.update(t.type().str());
+    if (t.bytes()) h.update(t.raw(), t.bytes());
+  }
+  return hex64(h.digest());
+}
+
+std::vector<std::byte> serializeArtifact(const Artifact& a) {
+  WeightLayout layout = layoutWeights(a.weights);
+  const std::string manifest = manifestJson(a, layout).dump();
+  const std::size_t manifestOffset = kArtifactHeaderBytes;
+  const std::size_t dataOffset = alignUp(manifestOffset + manifest.size());
+  const std::size_t total = dataOffset + layout.dataBytes + 8;
+  std::vector<std::byte> out(total, std::byte{0});
+  std::memcpy(out.data(), kArtifactMagic, 8);
+  put32(out.data() + 8, kArtifactVersion);
+  put32(out.data() + 12, std::uint32_t(kArtifactHeaderBytes));
+  put64(out.data() + 16, manifestOffset);
+  put64(out.data() + 24, manifest.size());
+  put64(out.data() + 32, dataOffset);
+  put64(out.data() + 40, layout.dataBytes);
+  put64(out.data() + 48, total);
+  std::memcpy(out.data() + manifestOffset, manifest.data(), manifest.size());
+  for (const auto& e : layout.entries) {
+    if (!e.aliasOf.empty()) continue;
+    const ir::Tensor& t = a.weights.at(e.name);
+    if (t.bytes()) std::memcpy(out.data() + dataOffset + e.offset, t.raw(), t.bytes());
+  }
+  put64(out.data() + total - 8, contentHash(out.data(), total - 8));
+  return out;
+}
+
+void writeArtifact(const std::string& path, const Artifact& a) {
+  std::vector<std::byte> bytes = serializeArtifact(a);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
+  try {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw Error(tmp + ": cannot write: " + std::strerror(errno));
+      done += std::size_t(n);
+    }
+    if (::fsync(fd) != 0) throw Error(tmp + ": cannot sync: " + std::strerror(errno));
+    int rc = ::close(fd);
+    fd = -1;
+    if (rc != 0) throw Error(tmp + ": cannot close: " + std::strerror(errno));
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data, std::size_t size,
+                       const std::string& name) {
+  if (size < 8 || std::memcmp(data, kArtifactMagic, 8) != 0)
+    throw Error(name + ": not a txlc artifact (expected the magic \"TXLCART\" at byte 0)");
+  if (size < kArtifactHeaderBytes + 8)
+    throw Error(name + ": truncated: " + std::to_string(size) + " bytes, the header alone is " +
+                std::to_string(kArtifactHeaderBytes));
+  const std::uint32_t version = get32(data + 8);
+  if (version != kArtifactVersion)
+    throw Error(name + ": artifact format version " + std::to_string(version) + ", this txlc reads version " +
+                std::to_string(kArtifactVersion) + "; recompile it with this txlc");
+  const std::uint64_t total = get64(data + 48);
+  if (total > size)
+    throw Error(name + ": truncated: the header says " + std::to_string(total) + " bytes, the file holds " +
+                std::to_string(size));
+  if (total < size)
+    throw Error(name + ": " + std::to_string(size - total) + " bytes after the artifact's end (the header says " +
+                std::to_string(total) + " bytes)");
+  const std::uint64_t stored = get64(data + total - 8), actual = contentHash(data, total - 8);
+  if (stored != actual)
+    throw Error(name + ": corrupt: checksum " + hex64(actual) + " does not match the stored " + hex64(stored));
+  const std::uint64_t mOff = get64(data + 16), mLen = get64(data + 24), dOff = get64(data + 32),
+                      dLen = get64(data + 40);
+  if (get32(data + 12) != kArtifactHeaderBytes || mOff != kArtifactHeaderBytes || mLen > total ||
+      mOff + mLen > dOff || dOff % kAlign != 0 || dLen > total || dOff + dLen + 8 != total)
+    throw Error(name + ": corrupt header: sections [" + std::to_string(mOff) + ", +" + std::to_string(mLen) +
+                "] and [" + std::to_string(dOff) + ", +" + std::to_string(dLen) + "] do not fit " +
+                std::to_string(total) + " bytes");
+
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(reinterpret_cast<const char*>(data + mOff), reinterpret_cast<const char*>(data + mOff + mLen));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(name + ": manifest is not valid JSON: " + e.what());
+  }
+  Reader r{name, m};
+  Artifact a;
+  if (r.string(m, "", "format") != "txlc-artifact") r.fail("/format", "expected \"txlc-artifact\"");
+  a.txlcVersion = r.string(m, "", "txlc_version");
+  a.modelId = r.string(m, "", "model_id");
+  a.cpuIsa = r.string(m, "", "cpu_isa");
+  a.spec = frontend::parseModelSpec(r.at(m, "", "spec"), name + ": manifest /spec");
+  const auto& s = r.at(m, "", "setting");
+  a.setting.batch = r.integer(s, "/setting", "batch");
+  a.setting.qlen = r.integer(s, "/setting", "qlen");
+  a.setting.memLen = r.integer(s, "/setting", "mem_len");
+  a.setting.clampLen = r.integer(s, "/setting", "clamp_len");
+  a.setting.sameLength = r.boolean(s, "/setting", "same_length");
+  a.setting.memory = r.string(s, "/setting", "memory");
+  if (a.setting.batch < 1 || a.setting.qlen < 1 || a.setting.memLen < 0)
+    r.fail("/setting", "expected batch >= 1, qlen >= 1, mem_len >= 0, got " + s.dump());
+  if (a.setting.memory != "hidden" && a.setting.memory != "kv")
+    r.fail("/setting/memory", "expected \"kv\" or \"hidden\", got \"" + a.setting.memory + "\"");
+  const auto& passes = r.at(m, "", "passes");
+  if (!passes.is_array()) r.fail("/passes", "expected an array of pass names");
+  for (const auto& p : passes) {
+    if (!p.is_string()) r.fail("/passes", "expected an array of pass names");
+    a.passes.push_back(p.get<std::string>());
+  }
+  if (const auto& v = r.at(m, "", "vocabulary"); !v.is_null()) a.vocabulary = v;
+
+  const auto& graphs = r.at(m, "", "graphs");
+  if (!graphs.is_array()) r.fail("/graphs", "expected an array");
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    const std::string ptr = "/graphs/" + std::to_string(i);
+    const auto& g = graphs[i];
+    StoredGraph sg;
+    sg.qlen = r.integer(g, ptr, "qlen");
+    sg.mlen = r.integer(g, ptr, "mlen");
+    sg.logprob = r.boolean(g, ptr, "logprob");
+    sg.nll = r.boolean(g, ptr, "nll");
+    sg.role = r.string(g, ptr, "role");
+    sg.graph = r.at(g, ptr, "graph");
+    sg.hash = contentHash(sg.graph.dump().data(), sg.graph.dump().size());
+    if (hex64(sg.hash) != r.string(g, ptr, "hash")) r.fail(ptr + "/hash", "does not match the stored graph");
+    a.graphs.push_back(std::move(sg));
+  }
+
+  const auto& weights = r.at(m, "", "weights");
+  if (!weights.is_array()) r.fail("/weights", "expected an array");
+  std::vector<std::pair<std::string, std::string>> aliases;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    const std::string ptr = "/weights/" + std::to_string(i);
+    const auto& w = weights[i];
+    std::string wname = r.string(w, ptr, "name");
+    if (a.weights.contains(wname)) r.fail(ptr + "/name", "duplicate weight \"" + wname + "\"");
+    auto dtype = ir::parseDType(r.string(w, ptr, "dtype"));
+    if (!dtype) r.fail(ptr + "/dtype", "expected f32, bf16 or i64");
+    const auto& shapeJson = r.at(w, ptr, "shape");
+    ir::Shape shape;
+    std::uint64_t numel = 1;
+    if (!shapeJson.is_array()) r.fail(ptr + "/shape", "expected an array of sizes");
+    for (const auto& d : shapeJson) {
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > (std::int64_t(1) << 40))
+        r.fail(ptr + "/shape", "expected non-negative sizes, got " + shapeJson.dump());
+      shape.push_back(d.get<std::int64_t>());
+      numel *= std::uint64_t(shape.back());
+      if (numel > dLen) r.fail(ptr + "/shape", shapeJson.dump() + " holds more elements than the data section");
+    }
+    ir::TensorType type{*dtype, shape};
+    if (auto alias = w.find("alias_of"); alias != w.end()) {
+      if (!alias->is_string()) r.fail(ptr + "/alias_of", "expected a weight name");
+      aliases.emplace_back(wname, alias->get<std::string>());
+      a.weights[wname] = ir::Tensor(type, nullptr, nullptr);
+      continue;
+    }
+    const std::int64_t off = r.integer(w, ptr, "offset"), bytes = r.integer(w, ptr, "bytes");
+    if (off < 0 || bytes < 0 || std::uint64_t(off) % kAlign != 0 || std::uint64_t(off) > dLen ||
+        std::uint64_t(bytes) > dLen - std::uint64_t(off) || std::uint64_t(bytes) != type.bytes())
+      r.fail(ptr, "byte range [" + std::to_string(off) + ", +" + std::to_string(bytes) + "] does not hold " +
+                      type.str() + " inside the " + std::to_string(dLen) + "-byte data section");
+    auto* p = const_cast<std::byte*>(data + dOff + off);
+    a.weights[wname] = ir::Tensor(type, p, std::const_pointer_cast<void>(owner));
+  }
+  for (const auto& [wname, target] : aliases) {
+    auto it = a.weights.find(target);
+    if (it == a.weights.end() || it->second.raw() == nullptr || it->second.type() != a.weights.at(wname).type())
+      r.fail("/weights", "\"" + wname + "\" aliases \"" + target + "\", which is not a stored tensor of its type");
+    a.weights[wname] = it->second;
+  }
+  if (modelId(a.spec, a.weights) != a.modelId)
+    r.fail("/model_id", "does not match the spec and weights stored (" + modelId(a.spec, a.weights) + ")");
+  return a;
+}
+
+LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::optional<std::uint64_t> length) {
+  auto start = std::chrono::steady_clock::now();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": not a regular file");
+  }
+  const std::uint64_t fileSize = std::uint64_t(st.st_size);
+  if (offset > fileSize || (length && *length > fileSize - offset)) {
+    ::close(fd);
+    throw Error(path + ": truncated: the embedded artifact needs bytes up to " +
+                std::to_string(offset + length.value_or(0)) + ", the file holds " + std::to_string(fileSize));
+  }
+  const std::uint64_t size = length.value_or(fileSize - offset);
+  if (fileSize == 0) {
+    ::close(fd);
+    throw Error(path + ": truncated: the file is empty (expected a txlc artifact)");
+  }
+  void* map = ::mmap(nullptr, fileSize, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(errno));
+  std::shared_ptr<const void> owner(map, [fileSize](const void* p) { ::munmap(const_cast<void*>(p), fileSize); });
+  LoadedArtifact out;
+  out.artifact = parseArtifact(owner, static_cast<const std::byte*>(map) + offset, size, path);
+  out.path = path;
+  out.bytes = size;
+  out.loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+bool looksLikeArtifact(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char magic[8] = {};
+  ssize_t n = ::read(fd, magic, 8);
+  ::close(fd);
+  return n == 8 && std::memcmp(magic, kArtifactMagic, 8) == 0;
+}
+
+}  // namespace txl::tools

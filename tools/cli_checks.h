@@ -1,0 +1,27 @@
+// tools/cli_checks.h - CLI11 validators with txlc's one-line messages, and
+// helpers the model-running commands share.
+//
+// A validator failing is a usage error (exit 2): "--qlen: expected a positive
+// integer, got '0'".
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace txl::tools {
+
+// An integer in [min, max]; `what` describes it ("a positive integer").
+CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& what);
+inline CLI::Validator positiveInt() { return integerIn(1, std::int64_t(1) << 40, "a positive integer"); }
+inline CLI::Validator nonNegativeInt() { return integerIn(0, std::int64_t(1) << 40, "a non-negative integer"); }
+// A real number in [min, max] (open at min when `openMin`).
+CLI::Validator realIn(double min, double max, bool openMin, const std::string& what);
+
+// Adds the MODEL positional unless the executable carries its model.
+void addModelArgument(CLI::App& cmd, std::string& model, const std::string& help);
+
+// True when stderr is a terminal (progress lines are shown only then).
+bool stderrIsTerminal();
+
+}  // namespace txl::tools

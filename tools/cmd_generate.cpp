@@ -1,0 +1,115 @@
+// tools/cmd_generate.cpp - `txlc generate MODEL_OR_ARTIFACT --prompt TEXT`: sampling with the memory.
+//
+// The prompt is fed in segments of qlen tokens; then every new token is fed
+// alone (qlen 1) against the memory, and printed (and flushed) as soon as it
+// is chosen. The distribution of the next token is the last row of the
+// segment's log-probabilities. Same seed, same text (tools/sampler.h).
+#include <chrono>
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "ir/check.h"
+#include "tools/cli_checks.h"
+#include "tools/exit_codes.h"
+#include "tools/model_flags.h"
+#include "tools/sampler.h"
+
+namespace txl::tools {
+
+namespace {
+
+struct Options {
+  ModelFlags model;
+  std::string prompt;
+  std::int64_t count = 200;
+  SamplerOptions sampler;
+  CLI::Option *temperatureOpt = nullptr, *topKOpt = nullptr, *topPOpt = nullptr;
+  bool noEcho = false;
+  bool json = false;
+};
+
+int run(const Options& o) {
+  ModelSource m = o.model.open();
+  ModelOptions options = o.model.options(m);
+  ResolvedSetting setting = o.model.setting(m);
+  const frontend::Vocabulary& vocab = requireVocabulary(m, "generate");
+  frontend::EncodeOptions enc;
+  enc.eosAtEnd = false;  // the prompt continues its last line
+  std::vector<std::int64_t> prompt = vocab.encode(o.prompt, "--prompt", enc);
+  if (prompt.empty()) throw Error("--prompt: expected text with at least one token, got \"" + o.prompt + "\"");
+
+  auto compiled = compileSource(m, setting, options);
+  backend::Session session(compiled);
+  Sampler sampler(o.sampler);
+  const auto start = std::chrono::steady_clock::now();
+
+  if (!o.noEcho && !o.json) std::cout << vocab.decode(prompt) << std::flush;
+  std::vector<std::int64_t> generated;
+  std::int64_t previous = prompt.back();
+  // Feed the prompt; the last segment's last row predicts the first new token.
+  std::vector<float> row(std::size_t(m.spec.n_token));
+  auto feed = [&](std::span<const std::int64_t> ids) {
+    ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {std::int64_t(ids.size()), 1}});
+    std::copy(ids.begin(), ids.end(), tokens.data<std::int64_t>());
+    backend::ForwardResult out = session.forward(tokens, nullptr, /*logprob=*/true);
+    const float* last = out.logprob->data<float>() + (std::int64_t(ids.size()) - 1) * m.spec.n_token;
+    std::copy(last, last + m.spec.n_token, row.begin());
+  };
+  for (std::size_t i = 0; i < prompt.size(); i += std::size_t(setting.qlen))
+    feed(std::span(prompt).subspan(i, std::min(prompt.size() - i, std::size_t(setting.qlen))));
+  const auto promptDone = std::chrono::steady_clock::now();
+  for (std::int64_t k = 0; k < o.count; ++k) {
+    std::int64_t id = sampler.next(row);
+    generated.push_back(id);
+    if (!o.json) std::cout << vocab.decodeToken(id, previous) << std::flush;
+    previous = id;
+    if (k + 1 < o.count) feed(std::span(&id, 1));
+  }
+  const auto end = std::chrono::steady_clock::now();
+  const double promptSeconds = std::chrono::duration<double>(promptDone - start).count();
+  const double genSeconds = std::chrono::duration<double>(end - promptDone).count();
+  if (o.json) {
+    std::cout << nlohmann::json{{"prompt", o.prompt},
+                                {"prompt_tokens", prompt.size()},
+                                {"text", vocab.decode(generated)},
+                                {"token_ids", generated},
+                                {"seed", o.sampler.seed},
+                                {"tokens_per_second", genSeconds > 0 ? double(o.count) / genSeconds : 0.0}}
+                     .dump(2)
+              << std::endl;
+  } else {
+    std::cout << std::endl;
+  }
+  std::cerr << "txlc: generated " << o.count << " tokens in " << genSeconds << " s (prompt " << prompt.size()
+            << " tokens in " << promptSeconds << " s, " << session.planCount() << " plans)" << std::endl;
+  return kExitOk;
+}
+
+}  // namespace
+
+void registerGenerate(CLI::App& app, Action& action) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("generate", "sample text from a prompt, one token at a time with the memory");
+  o->model.add(*cmd, /*withBatch=*/false);
+  cmd->add_option("--prompt", o->prompt, "the text to continue")->required();
+  cmd->add_option("-n,--tokens", o->count, "tokens to generate (default 200)")->check(nonNegativeInt());
+  cmd->add_flag("--greedy", o->sampler.greedy, "always the most likely token");
+  o->temperatureOpt = cmd->add_option("--temperature", o->sampler.temperature, "divide log-probabilities by T (default 1)")
+                          ->check(realIn(0, 1e6, true, "a number above 0"));
+  o->topKOpt = cmd->add_option("--top-k", o->sampler.topK, "sample among the K most likely tokens (default 0: all)")
+                   ->check(nonNegativeInt());
+  o->topPOpt = cmd->add_option("--top-p", o->sampler.topP, "sample among the most likely tokens holding mass P (default 1)")
+                   ->check(realIn(0, 1, true, "a number in (0, 1]"));
+  cmd->add_option("--seed", o->sampler.seed, "random seed (default 0); the same seed gives the same text")
+      ->check(integerIn(0, std::numeric_limits<std::int64_t>::max(), "a non-negative integer"));
+  cmd->add_flag("--no-echo", o->noEcho, "print only the generated text, not the prompt");
+  cmd->add_flag("--json", o->json, "print {prompt, text, token_ids, ...} at the end instead of streaming");
+  cmd->callback([o, &action] {
+    if (o->sampler.greedy && (o->temperatureOpt->count() || o->topKOpt->count() || o->topPOpt->count()))
+      throw CLI::ValidationError("--greedy", "excludes --temperature, --top-k and --top-p");
+    action = [o] { return run(*o); };
+  });
+}
+
+}  // namespace txl::tools

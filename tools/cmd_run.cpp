@@ -1,0 +1,173 @@
+// tools/cmd_run.cpp - `txlc run MODEL --tokens "1 2 3"`: hidden states and log-probs for token ids.
+//
+// The ids (one stream per line or ';'-separated group, all the same length)
+// run as segments of --qlen (default: all of them in one segment) through
+// one Session. --state-in / --state-out resume a stream: a state file is a
+// safetensors file of the memory ("mem.<slot>") whose metadata names the
+// model (tools/artifact.h modelId), so a state for another model is refused.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "frontend/safetensors.h"
+#include "ir/check.h"
+#include "tools/cli_checks.h"
+#include "tools/exit_codes.h"
+#include "tools/model_flags.h"
+#include "tools/text_source.h"
+
+namespace txl::tools {
+
+namespace {
+
+constexpr const char* kStateFormat = "txlc-state/1";
+
+struct Options {
+  ModelFlags model;
+  std::string tokens, tokensFile, stateIn, stateOut, format = "json", output;
+  bool noLogprob = false;
+  CLI::Option *tokensOpt = nullptr, *tokensFileOpt = nullptr;
+};
+
+// A [T, B, D] f32 tensor as nested JSON arrays.
+nlohmann::json nested(const ir::Tensor& t) {
+  const auto& s = t.shape();
+  const float* p = t.data<float>();
+  nlohmann::json out = nlohmann::json::array();
+  for (std::int64_t i = 0; i < s[0]; ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (std::int64_t b = 0; b < s[1]; ++b)
+      row.push_back(std::vector<float>(p + (i * s[1] + b) * s[2], p + (i * s[1] + b + 1) * s[2]));
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+void loadStateFile(backend::Session& session, const ModelSource& m, const std::string& path) {
+  frontend::SafetensorsFile f = frontend::SafetensorsFile::open(path);
+  const auto& meta = f.metadata();
+  auto get = [&](const char* key) {
+    auto it = meta.find(key);
+    if (it == meta.end()) throw Error(path + ": __metadata__/" + key + ": missing; expected a txlc state file");
+    return it->second;
+  };
+  if (get("format") != kStateFormat)
+    throw Error(path + ": __metadata__/format: expected \"" + kStateFormat + "\", got \"" + get("format") + "\"");
+  if (get("model_id") != m.modelId)
+    throw Error(path + ": a state for model " + get("model_id") + ", this model (" + m.path + ") is " + m.modelId);
+  ir::TensorMap state;
+  for (const auto& name : f.names()) state[name] = f.toF32(name).clone();
+  try {
+    session.loadState(state);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+void saveStateFile(const backend::Session& session, const ModelSource& m, const ResolvedSetting& s,
+                   const std::string& path) {
+  ir::TensorMap state = session.saveState();
+  std::vector<std::pair<std::string, ir::Tensor>> tensors(state.begin(), state.end());
+  frontend::writeSafetensors(path, tensors,
+                             {{"format", kStateFormat},
+                              {"model_id", m.modelId},
+                              {"batch", std::to_string(s.settings.batch)},
+                              {"mem_len", std::to_string(s.memLen)},
+                              {"mlen", std::to_string(session.mlen())}});
+}
+
+int run(const Options& o) {
+  ModelSource m = o.model.open();
+  ModelOptions options = o.model.options(m);
+  const std::string source = o.tokensOpt->count() ? "--tokens" : o.tokensFile;
+  const std::string text = o.tokensOpt->count() ? o.tokens : readTextFile(o.tokensFile);
+  auto streams = parseTokenStreams(text, source, m.spec.n_token);
+  const std::int64_t batch = std::int64_t(streams.size()), total = std::int64_t(streams.front().size());
+  if (o.model.batchOpt->count() && o.model.batch != batch)
+    throw Error(source + ": " + std::to_string(batch) + " streams, expected --batch " + std::to_string(o.model.batch));
+  ModelFlags flags = o.model;
+  RunFlags rf;
+  rf.batch = batch;
+  if (flags.qlenOpt->count()) rf.qlen = flags.qlen;
+  if (flags.memLenOpt->count()) rf.memLen = flags.memLen;
+  if (flags.clampLenOpt->count()) rf.clampLen = flags.clampLen;
+  rf.sameLength = flags.sameLength;
+  if (!rf.qlen) rf.qlen = total;  // one segment unless asked otherwise
+  ResolvedSetting setting = resolveSetting(m, rf);
+
+  auto compiled = compileSource(m, setting, options);
+  backend::Session session(compiled);
+  if (!o.stateIn.empty()) loadStateFile(session, m, o.stateIn);
+  const std::int64_t mlenIn = session.mlen();
+
+  const bool logprob = !o.noLogprob;
+  ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {total, batch}});
+  for (std::int64_t t = 0; t < total; ++t)
+    for (std::int64_t b = 0; b < batch; ++b) tokens.data<std::int64_t>()[t * batch + b] = streams[b][t];
+  ir::Tensor hidden = ir::Tensor::zeros({ir::DType::F32, {total, batch, m.spec.d_model}});
+  ir::Tensor lp = ir::Tensor::zeros({ir::DType::F32, {logprob ? total : 0, batch, m.spec.n_token}});
+  for (std::int64_t i = 0; i < total; i += setting.qlen) {
+    const std::int64_t len = std::min(setting.qlen, total - i);
+    ir::Tensor seg = ir::Tensor::zeros({ir::DType::I64, {len, batch}});
+    std::copy_n(tokens.data<std::int64_t>() + i * batch, len * batch, seg.data<std::int64_t>());
+    backend::ForwardResult out = session.forward(seg, nullptr, logprob);
+    std::copy_n(out.hidden->data<float>(), out.hidden->numel(), hidden.data<float>() + i * batch * m.spec.d_model);
+    if (logprob)
+      std::copy_n(out.logprob->data<float>(), out.logprob->numel(), lp.data<float>() + i * batch * m.spec.n_token);
+  }
+  if (!o.stateOut.empty()) saveStateFile(session, m, setting, o.stateOut);
+
+  if (o.format == "safetensors") {
+    std::vector<std::pair<std::string, ir::Tensor>> out = {{"tokens", tokens}, {"hidden", hidden}};
+    if (logprob) out.emplace_back("logprob", lp);
+    frontend::writeSafetensors(o.output, out, {{"model_id", m.modelId}, {"mlen_in", std::to_string(mlenIn)}});
+    return kExitOk;
+  }
+  nlohmann::json j = {{"model_id", m.modelId},
+                      {"batch", batch},
+                      {"qlen", total},
+                      {"mlen_in", mlenIn},
+                      {"mlen_out", session.mlen()},
+                      {"tokens", streams},
+                      {"hidden", nested(hidden)}};
+  if (logprob) j["logprob"] = nested(lp);
+  if (o.output.empty()) {
+    std::cout << j.dump() << std::endl;
+  } else {
+    const std::string tmp = o.output + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << j.dump() << '\n';
+      if (!f) throw Error(o.output + ": cannot write " + tmp);
+    }
+    if (std::rename(tmp.c_str(), o.output.c_str()) != 0) throw Error(o.output + ": cannot rename " + tmp + " into place");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void registerRun(CLI::App& app, Action& action) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("run", "hidden states and log-probabilities for token ids");
+  o->model.add(*cmd);
+  o->tokensOpt = cmd->add_option("--tokens", o->tokens, "token ids: \"1 2 3\"; streams separated by ';'");
+  o->tokensFileOpt = cmd->add_option("--tokens-file", o->tokensFile, "a file of token ids, one stream per line");
+  o->tokensOpt->excludes(o->tokensFileOpt);
+  cmd->add_option("--state-in", o->stateIn, "start from the memory saved in this state file");
+  cmd->add_option("--state-out", o->stateOut, "save the memory after the last segment to this state file");
+  cmd->add_option("--format", o->format, "json (default) or safetensors (needs -o)")
+      ->check(CLI::IsMember({"json", "safetensors"}));
+  cmd->add_option("-o,--output", o->output, "write the result here instead of stdout");
+  cmd->add_flag("--no-logprob", o->noLogprob, "only the hidden states");
+  cmd->callback([o, &action] {
+    if (!o->tokensOpt->count() && !o->tokensFileOpt->count())
+      throw CLI::RequiredError("--tokens or --tokens-file");
+    if (o->format == "safetensors" && o->output.empty())
+      throw CLI::ValidationError("--format safetensors", "needs -o FILE (binary output does not go to stdout)");
+    action = [o] { return run(*o); };
+  });
+}
+
+}  // namespace txl::tools

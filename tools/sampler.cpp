@@ -1,0 +1,59 @@
+// tools/sampler.cpp - Sampler.
+#include "tools/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ir/check.h"
+
+namespace txl::tools {
+
+std::int64_t Sampler::next(std::span<const float> logprob) {
+  TXL_CHECK(!logprob.empty(), "empty distribution");
+  const std::int64_t n = std::int64_t(logprob.size());
+  if (options_.greedy) {
+    std::int64_t best = 0;
+    for (std::int64_t i = 1; i < n; ++i)
+      if (logprob[std::size_t(i)] > logprob[std::size_t(best)]) best = i;
+    return best;
+  }
+  // 1. scale
+  double maxZ = -INFINITY;
+  for (float v : logprob) maxZ = std::max(maxZ, double(v) / options_.temperature);
+  candidates_.clear();
+  for (std::int64_t i = 0; i < n; ++i)
+    candidates_.emplace_back(std::exp(double(logprob[std::size_t(i)]) / options_.temperature - maxZ), i);
+  // 2. order, 3. top-k
+  auto byMass = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  std::size_t keep = candidates_.size();
+  if (options_.topK > 0 && std::size_t(options_.topK) < keep) {
+    keep = std::size_t(options_.topK);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + std::ptrdiff_t(keep), candidates_.end(), byMass);
+  } else {
+    std::sort(candidates_.begin(), candidates_.end(), byMass);
+  }
+  // 4. top-p
+  double mass = 0;
+  for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
+  if (options_.topP < 1.0) {
+    double cum = 0;
+    for (std::size_t i = 0; i < keep; ++i) {
+      cum += candidates_[i].first;
+      if (cum >= options_.topP * mass) {
+        keep = i + 1;
+        mass = cum;
+        break;
+      }
+    }
+  }
+  // 5. draw
+  const double u = double(rng_() >> 11) * 0x1.0p-53 * mass;
+  double cum = 0;
+  for (std::size_t i = 0; i < keep; ++i) {
+    cum += candidates_[i].first;
+    if (u < cum) return candidates_[i].second;
+  }
+  return candidates_[keep - 1].second;
+}
+
+}  // namespace txl::tools

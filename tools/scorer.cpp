@@ -1,0 +1,51 @@
+// tools/scorer.cpp - scoreTokens().
+#include "tools/scorer.h"
+
+#include "ir/check.h"
+
+namespace txl::tools {
+
+ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t> ids, const ScoreOptions& options,
+                        const std::string& source) {
+  const std::int64_t batch = session.model().info().batch;
+  const std::int64_t n = std::int64_t(ids.size());
+  TXL_CHECK(options.qlen >= 1, "qlen must be positive");
+  ScoreResult r;
+  r.batch = batch;
+  r.streamLength = n / batch;
+  r.dropped = n - r.streamLength * batch;
+  if (r.streamLength < 2)
+    throw Error(source + ": " + std::to_string(n) + " tokens, expected at least " + std::to_string(2 * batch) +
+                " (2 per stream with batch " + std::to_string(batch) + ") to predict anything");
+  const std::int64_t total = batch * (r.streamLength - 1);
+  if (options.perToken) r.perToken.assign(std::size_t(total), 0.0f);
+  const auto at = [&](std::int64_t t, std::int64_t b) { return ids[std::size_t(b * r.streamLength + t)]; };
+
+  for (std::int64_t i = 0; i < r.streamLength - 1; i += options.qlen) {
+    const std::int64_t len = std::min(options.qlen, r.streamLength - 1 - i);
+    ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {len, batch}});
+    ir::Tensor targets = ir::Tensor::zeros({ir::DType::I64, {len, batch}});
+    auto* tok = tokens.data<std::int64_t>();
+    auto* tgt = targets.data<std::int64_t>();
+    for (std::int64_t t = 0; t < len; ++t)
+      for (std::int64_t b = 0; b < batch; ++b) {
+        tok[t * batch + b] = at(i + t, b);
+        tgt[t * batch + b] = at(i + t + 1, b);
+      }
+    backend::ForwardResult out = session.forward(tokens, &targets, /*logprob=*/false);
+    const float* nll = out.nll->data<float>();
+    double segment = 0;
+    for (std::int64_t k = 0; k < len * batch; ++k) segment += double(nll[k]);
+    r.nllSum += segment;
+    if (options.perToken)
+      for (std::int64_t t = 0; t < len; ++t)
+        for (std::int64_t b = 0; b < batch; ++b)
+          r.perToken[std::size_t(b * (r.streamLength - 1) + i + t)] = nll[t * batch + b];
+    r.scored += len * batch;
+    ++r.segments;
+    if (options.progress) options.progress(r.scored, total);
+  }
+  return r;
+}
+
+}  // namespace txl::tools

@@ -1,0 +1,45 @@
+// tools/scorer.h - scoring a token sequence as the reference's eval.py does.
+//
+// The sequence is cut into `batch` contiguous streams (the reference's
+// LMOrderedIterator: stream b holds tokens [b*n, (b+1)*n) with n = size/batch;
+// the remainder is dropped). Every token after a stream's first is predicted:
+// segments of qlen inputs (the last one shorter) with their next tokens as
+// targets, run through one Session so the memory carries across segments.
+// NLLs are summed in double.
+//
+//   backend::Session session(compiled);
+//   ScoreResult r = scoreTokens(session, ids, {.qlen = 64});
+//   r.nllSum / r.scored;
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "backend/session.h"
+
+namespace txl::tools {
+
+struct ScoreOptions {
+  std::int64_t qlen = 64;
+  bool perToken = false;
+  // Called after every segment with (tokens scored so far, tokens to score).
+  std::function<void(std::int64_t, std::int64_t)> progress;
+};
+
+struct ScoreResult {
+  std::int64_t batch = 1;
+  std::int64_t streamLength = 0;  // tokens per stream
+  std::int64_t dropped = 0;       // tokens left over by the cut into streams
+  std::int64_t scored = 0;        // tokens predicted: batch * (streamLength - 1)
+  std::int64_t segments = 0;
+  double nllSum = 0;              // nats
+  std::vector<float> perToken;    // stream-major: stream b, positions 1..streamLength-1
+};
+
+// `ids` must hold at least 2 * batch tokens (txl::Error otherwise, naming `source`).
+ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t> ids, const ScoreOptions& options,
+                        const std::string& source = "input");
+
+}  // namespace txl::tools

@@ -1,0 +1,112 @@
+// tools/standalone.cpp - writing and finding the standalone trailer.
+#include "tools/standalone.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "ir/check.h"
+
+namespace txl::tools {
+
+namespace {
+
+constexpr std::uint64_t kAlign = 64;
+
+std::uint64_t get64(const unsigned char* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+void put64(unsigned char* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>((v >> (8 * i)) & 0xff);
+}
+
+void writeAll(int fd, const void* data, std::size_t size, const std::string& name) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(name + ": cannot write: " + std::strerror(errno));
+    p += n, size -= std::size_t(n);
+  }
+}
+
+}  // namespace
+
+std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<StandaloneTrailer> result;
+  unsigned char buf[kStandaloneTrailerBytes];
+  if (::fstat(fd, &st) == 0 && std::uint64_t(st.st_size) >= kStandaloneTrailerBytes &&
+      ::pread(fd, buf, sizeof buf, st.st_size - off_t(sizeof buf)) == ssize_t(sizeof buf) &&
+      std::memcmp(buf + 16, kStandaloneMagic, 8) == 0) {
+    StandaloneTrailer t{get64(buf), get64(buf + 8)};
+    const std::uint64_t end = std::uint64_t(st.st_size) - kStandaloneTrailerBytes;
+    if (t.offset <= end && t.length <= end - t.offset && t.offset + t.length == end) result = t;
+  }
+  ::close(fd);
+  return result;
+}
+
+void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact) {
+  const char* self = "/proc/self/exe";
+  int in = ::open(self, O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw Error(std::string(self) + ": cannot open the running txlc: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(in, &st) != 0) {
+    ::close(in);
+    throw Error(std::string(self) + ": cannot stat: " + std::strerror(errno));
+  }
+  // A standalone executable compiling another one copies only its txlc part.
+  std::uint64_t exeBytes = std::uint64_t(st.st_size);
+  if (auto t = readStandaloneTrailer(self)) exeBytes = t->offset;
+
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+  if (out < 0) {
+    ::close(in);
+    throw Error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
+  }
+  try {
+    std::vector<char> buf(1 << 20);
+    std::uint64_t copied = 0;
+    while (copied < exeBytes) {
+      ssize_t n = ::pread(in, buf.data(), std::min<std::uint64_t>(buf.size(), exeBytes - copied), off_t(copied));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw Error(std::string(self) + ": cannot read: " + std::strerror(errno));
+      writeAll(out, buf.data(), std::size_t(n), tmp);
+      copied += std::uint64_t(n);
+    }
+    const std::uint64_t offset = (exeBytes + kAlign - 1) / kAlign * kAlign;
+    std::vector<char> pad(offset - exeBytes, 0);
+    writeAll(out, pad.data(), pad.size(), tmp);
+    writeAll(out, artifact.data(), artifact.size(), tmp);
+    unsigned char trailer[kStandaloneTrailerBytes];
+    put64(trailer, offset);
+    put64(trailer + 8, artifact.size());
+    std::memcpy(trailer + 16, kStandaloneMagic, 8);
+    writeAll(out, trailer, sizeof trailer, tmp);
+    if (::fchmod(out, 0755) != 0) throw Error(tmp + ": cannot make executable: " + std::strerror(errno));
+    if (::fsync(out) != 0) throw Error(tmp + ": cannot sync: " + std::strerror(errno));
+    int rc = ::close(out);
+    out = -1;
+    if (rc != 0) throw Error(tmp + ": cannot close: " + std::strerror(errno));
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
+  } catch (...) {
+    ::close(in);
+    if (out >= 0) ::close(out);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(in);
+}
+
+}  // namespace txl::tools
