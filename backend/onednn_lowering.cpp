@@ -92,7 +92,7 @@ void Lowering::copy(ir::Node n, const View& src, const memory::desc& srcMd, std:
 void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View& out) {
   const View& x = ops[0];
   const View& w = ops[1];
-  const bool constW = isConstant(w) && opt_.blockedWeights;
+  const bool constW = isConstant(w) && opt_.blockedWeights && w.type.bytes() <= opt_.maxBlockedWeightBytes;
   auto pd = linearPd(plan_.engine, x.type, w.type, ops.size() == 3, constW);
   memory::desc plainMd = linearPlainWeightsMd(w.type);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())},
