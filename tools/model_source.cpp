@@ -117,8 +117,9 @@ ResolvedSetting resolveSetting(const ModelSource& m, const RunFlags& flags) {
   r.memLen = memLen;
   if (m.artifact) {
     const ArtifactSetting& s = m.artifact->setting;
-    if (s.batch != batch || s.qlen != qlen || s.memLen != memLen || s.clampLen != clampLen ||
-        s.sameLength != sameLength)
+    // A different qlen alone keeps the setting: the stored shapes that still
+    // occur (the one-token step) are used, the others built as usual.
+    if (s.batch != batch || s.memLen != memLen || s.clampLen != clampLen || s.sameLength != sameLength)
       std::cerr << "txlc: note: " << m.path << " was compiled for batch " << s.batch << ", qlen " << s.qlen
                 << ", mem_len " << s.memLen << ", clamp_len " << s.clampLen << ", same_length "
                 << (s.sameLength ? "true" : "false") << "; re-planning for batch " << batch << ", qlen " << qlen

@@ -12,7 +12,7 @@ trap 'rm -rf "$T"' EXIT
 
 # Inputs the rows use.
 : > "$T/empty.txt"
-printf 'In the beginning\nAnd\xc3\xa9\n' > "$T/accent.txt"
+printf 'In the beginning\nAn\303\251\n' > "$T/accent.txt"
 printf 'I' > "$T/one.txt"
 printf '1 99\n' > "$T/ids.txt"
 "$TXLC" compile "$M/kjv-char" -o "$T/good.txla" 2>/dev/null || { echo "setup: compile failed"; exit 1; }
@@ -30,7 +30,7 @@ while IFS= read -r line; do
   code=$(printf '%s' "$line" | cut -d'|' -f1 | tr -d ' ')
   want=$(printf '%s' "$line" | cut -d'|' -f2 | sed 's/^ //; s/ $//')
   args=$(printf '%s' "$line" | cut -d'|' -f3- | sed 's/^ //')
-  want=$(eval "printf '%s' \"$want\"")
+  want=$(printf '%s' "$want" | sed "s|\$T|$T|g; s|\$M|$M|g")
   rows=$((rows + 1))
   eval "set -- $args"
   "$TXLC" "$@" > "$T/out" 2> "$T/err"
