@@ -1,6 +1,10 @@
 // tools/model_setup.cpp - compileModel() and friends.
 #include "tools/model_setup.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "backend/onednn_executor.h"
 #include "backend/reference_interpreter.h"
 #include "ir/check.h"
@@ -28,6 +32,35 @@ ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const frontend::S
   ir::PassContext local;
   passes::runPipeline(g, pipeline, ctx ? *ctx : local);
   return g;
+}
+
+MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, std::int64_t batch, std::int64_t qlen,
+                              std::int64_t memLen) {
+  const double b = double(batch), q = double(qlen), m = double(memLen), f32 = 4;
+  MemoryEstimate e;
+  e.weights = double(spec.parameterCount()) * f32;
+  e.state = double(spec.n_layer + 1) * m * b * double(spec.d_model) * f32;
+  e.activations = (2 * b * double(spec.n_head) * q * (q + m) + q * b * double(spec.n_token) +
+                   q * b * double(spec.d_inner)) * f32;
+  return e;
+}
+
+void checkMemoryFits(const frontend::ModelSpec& spec, std::int64_t batch, std::int64_t qlen, std::int64_t memLen,
+                     const std::string& source) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0) return;
+  const double ram = double(pages) * double(pageSize);
+  const MemoryEstimate e = estimateMemory(spec, batch, qlen, memLen);
+  if (e.total() <= ram) return;
+  auto gib = [](double bytes) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1 << 30));
+    return std::string(buf);
+  };
+  throw Error(source + ": batch " + std::to_string(batch) + ", qlen " + std::to_string(qlen) + ", mem_len " +
+              std::to_string(memLen) + " needs at least " + gib(e.total()) + " (weights " + gib(e.weights) +
+              ", memory " + gib(e.state) + ", segment activations " + gib(e.activations) + "); this machine has " +
+              gib(ram) + " of RAM");
 }
 
 std::shared_ptr<backend::CompiledModel> compileModel(const frontend::ModelSpec& spec, ir::TensorMap weights,

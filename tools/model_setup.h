@@ -37,6 +37,22 @@ ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const frontend::S
                               const frontend::GraphOutputs& outputs, const passes::PipelineOptions& pipeline,
                               ir::PassContext* ctx = nullptr);
 
+// The least memory a run needs, in bytes: the weights (f32), the recurrent
+// memory of every layer input, and the largest activations of one segment
+// (two copies of the attention scores of every head against qlen + mem_len
+// keys, the log-probabilities over the vocabulary, the feed-forward's inner
+// layer). Counted in double: the sizes may overflow any integer type.
+struct MemoryEstimate {
+  double weights = 0, state = 0, activations = 0;
+  double total() const { return weights + state + activations; }
+};
+MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, std::int64_t batch, std::int64_t qlen,
+                              std::int64_t memLen);
+// Refuses a setting whose estimate exceeds this machine's physical RAM, before
+// anything is planned or allocated (txl::Error naming `source` and the figures).
+void checkMemoryFits(const frontend::ModelSpec& spec, std::int64_t batch, std::int64_t qlen, std::int64_t memLen,
+                     const std::string& source);
+
 std::shared_ptr<backend::CompiledModel> compileModel(const frontend::ModelSpec& spec, ir::TensorMap weights,
                                                      const RunSettings& settings, const ModelOptions& options);
 
