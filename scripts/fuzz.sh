@@ -39,7 +39,7 @@ for t in "${targets[@]}"; do
   [[ -d "fuzz/regressions/$t" ]] && dirs+=("fuzz/regressions/$t")
   echo "fuzz: $t for ${seconds}s" >&2
   if ! "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-        -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/" "${dirs[@]}" \
+        -max_len=131072 -print_final_stats=1 -artifact_prefix="$findings/" "${dirs[@]}" \
         >"build-fuzz/$t.log" 2>&1; then
     failed+=("$t")
     echo "fuzz: $t FAILED; the log is build-fuzz/$t.log, the input is in $findings/:" >&2
