@@ -1,4 +1,4 @@
-// backend/session.cpp - Session: plans per shape, and the recurrent memory.
+// backend/session.cpp - Session: plans per shape, and the recurrent memory in windows.
 #include "backend/session.h"
 
 #include <cstring>
@@ -7,19 +7,47 @@
 
 namespace txl::backend {
 
-Session::Session(std::shared_ptr<const CompiledModel> model) : model_(std::move(model)) {
-  const ModelInfo& info = model_->info();
-  for (std::int64_t slot = 0; slot <= info.nLayer; ++slot)
-    memory_.push_back(ir::Tensor::zeros({ir::DType::F32, {info.memLen, info.batch, info.dModel}}));
+const std::vector<SlotLayout>& CompiledModel::stateLayout() const {
+  std::call_once(layoutOnce_, [this] { layout_ = backend::stateLayout(factory_(1, 0, SegmentOutputs{false, false})); });
+  return layout_;
 }
 
-void Session::reset() { mlen_ = 0; }
+namespace {
+std::int64_t rowElements(const SlotLayout& slot) {
+  std::int64_t n = 1;
+  for (auto d : slot.rowShape) n *= d;
+  return n;
+}
+ir::Shape withRows(const SlotLayout& slot, std::int64_t rows) {
+  ir::Shape shape = {rows};
+  shape.insert(shape.end(), slot.rowShape.begin(), slot.rowShape.end());
+  return shape;
+}
+}  // namespace
 
-const ir::Tensor Session::memory(std::int64_t slot) const {
-  TXL_CHECK(slot >= 0 && slot < std::int64_t(memory_.size()), "memory slot out of range");
+Session::Session(std::shared_ptr<const CompiledModel> model) : model_(std::move(model)) {
   const ModelInfo& info = model_->info();
-  return ir::Tensor({ir::DType::F32, {mlen_, info.batch, info.dModel}}, const_cast<void*>(memory_[slot].raw()),
+  capacity_ = info.memLen > 0 ? 2 * info.memLen + std::max<std::int64_t>(info.qlen, 1) : 0;
+  for (const SlotLayout& slot : layout())
+    buffers_.push_back(ir::Tensor::zeros({ir::DType::F32, withRows(slot, capacity_)}));
+}
+
+void Session::reset() {
+  mlen_ = 0;
+  start_ = 0;
+}
+
+ir::Tensor Session::rows(std::size_t index, std::int64_t first, std::int64_t count) const {
+  const SlotLayout& slot = layout()[index];
+  char* base = static_cast<char*>(const_cast<void*>(buffers_[index].raw()));
+  return ir::Tensor({ir::DType::F32, withRows(slot, count)}, base + first * rowElements(slot) * sizeof(float),
                     nullptr);
+}
+
+ir::Tensor Session::memory(std::int64_t slot) const {
+  for (std::size_t i = 0; i < layout().size(); ++i)
+    if (layout()[i].slot == slot) return rows(i, start_, mlen_);
+  throw Error("the model has no memory slot " + std::to_string(slot));
 }
 
 CompiledGraph& Session::plan(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) {
@@ -28,6 +56,8 @@ CompiledGraph& Session::plan(std::int64_t qlen, std::int64_t mlen, SegmentOutput
   if (it == plans_.end()) {
     FoldedGraph folded = foldConstants(model_->buildGraph(qlen, mlen, outputs), model_->weights(),
                                        model_->constants(), model_->executor());
+    TXL_CHECK(backend::stateLayout(folded.graph) == layout() || mlen == 0 || model_->info().memLen == 0,
+              "a segment graph's memory slots differ from the model's");
     Plan plan{std::make_unique<TensorMap>(std::move(folded.weights)), nullptr};
     plan.graph = model_->executor().compile(folded.graph, *plan.weights);
     it = plans_.emplace(key, std::move(plan)).first;
@@ -48,6 +78,27 @@ void Session::checkIds(const ir::Tensor& ids, const char* what, std::int64_t qle
                   " is outside [0, " + std::to_string(info.nToken) + ")");
 }
 
+void Session::ensureRoom(std::int64_t klen) {
+  if (start_ + klen <= capacity_) return;
+  const ModelInfo& info = model_->info();
+  if (klen > capacity_) {  // a segment longer than the windows were sized for: grow once
+    std::int64_t capacity = 2 * info.memLen + klen;
+    for (std::size_t i = 0; i < buffers_.size(); ++i) {
+      ir::Tensor grown = ir::Tensor::zeros({ir::DType::F32, withRows(layout()[i], capacity)});
+      std::memcpy(grown.raw(), rows(i, start_, mlen_).raw(), rows(i, start_, mlen_).bytes());
+      buffers_[i] = grown;
+      rowsMoved_ += mlen_;
+    }
+    capacity_ = capacity;
+  } else {  // move the memory to the front of each window
+    for (std::size_t i = 0; i < buffers_.size(); ++i) {
+      std::memmove(buffers_[i].raw(), rows(i, start_, mlen_).raw(), rows(i, start_, mlen_).bytes());
+      rowsMoved_ += mlen_;
+    }
+  }
+  start_ = 0;
+}
+
 ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targets, bool logprob) {
   const ModelInfo& info = model_->info();
   std::int64_t qlen = tokens.shape().empty() ? 0 : tokens.shape()[0];
@@ -60,26 +111,34 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
   }
   SegmentOutputs outputs{logprob, targets != nullptr};
   CompiledGraph& p = plan(qlen, mlen_, outputs);
-  lastPlan_ = &p;
+  lastPlan_ = &p;  // for profilers (Session::lastPlan)
 
+  const std::int64_t klen = mlen_ + qlen;
+  if (info.memLen > 0) ensureRoom(klen);
   inputs_["tokens"] = tokens;
   if (targets) inputs_["targets"] = *targets;
   else inputs_.erase("targets");
-  for (std::int64_t slot = 0; slot <= info.nLayer; ++slot) {
-    if (mlen_ > 0) inputs_[memName(slot)] = memory(slot);
-    else inputs_.erase(memName(slot));
+  for (std::size_t i = 0; i < layout().size(); ++i) {
+    const std::string name = memName(layout()[i].slot);
+    if (layout()[i].windowed) inputs_[name] = rows(i, start_, klen);
+    else if (mlen_ > 0) inputs_[name] = rows(i, start_, mlen_);
+    else inputs_.erase(name);
   }
   const TensorMap& out = p.run(inputs_);
 
-  // Advance the memory: the graph wrote the last min(mem_len, mlen + qlen)
-  // positions of every slot.
+  // Advance: the memory becomes the last min(mem_len, klen) rows of
+  // [memory; segment], which for a windowed slot already sit in place.
   if (info.memLen > 0) {
-    std::int64_t newMlen = std::min(info.memLen, mlen_ + qlen);
-    for (std::int64_t slot = 0; slot <= info.nLayer; ++slot) {
-      const ir::Tensor& fresh = out.at(memName(slot));
+    const std::int64_t newMlen = std::min(info.memLen, klen);
+    const std::int64_t newStart = start_ + klen - newMlen;
+    for (std::size_t i = 0; i < layout().size(); ++i) {
+      if (layout()[i].windowed) continue;
+      const ir::Tensor& fresh = out.at(memName(layout()[i].slot));
       TXL_CHECK(fresh.shape()[0] == newMlen, "memory update of unexpected length");
-      std::memmove(memory_[slot].raw(), fresh.raw(), fresh.bytes());
+      std::memmove(rows(i, newStart, newMlen).raw(), fresh.raw(), fresh.bytes());
+      rowsMoved_ += newMlen;
     }
+    start_ = newStart;
     mlen_ = newMlen;
   }
   ForwardResult result;
@@ -91,30 +150,33 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
 
 TensorMap Session::saveState() const {
   TensorMap state;
-  for (std::int64_t slot = 0; slot < std::int64_t(memory_.size()); ++slot) state[memName(slot)] = memory(slot).clone();
+  for (std::size_t i = 0; i < layout().size(); ++i) state[memName(layout()[i].slot)] = rows(i, start_, mlen_).clone();
   return state;
 }
 
 void Session::loadState(const TensorMap& state) {
   const ModelInfo& info = model_->info();
   std::int64_t mlen = -1;
-  for (std::int64_t slot = 0; slot < std::int64_t(memory_.size()); ++slot) {
-    auto it = state.find(memName(slot));
-    if (it == state.end()) throw Error("state: tensor '" + memName(slot) + "' is missing");
+  for (const SlotLayout& slot : layout()) {
+    const std::string name = memName(slot.slot);
+    auto it = state.find(name);
+    if (it == state.end()) throw Error("state: tensor '" + name + "' is missing");
     const auto& shape = it->second.shape();
-    if (it->second.dtype() != ir::DType::F32 || shape.size() != 3 || shape[1] != info.batch ||
-        shape[2] != info.dModel || shape[0] > info.memLen || (mlen >= 0 && shape[0] != mlen))
-      throw Error("state: tensor '" + memName(slot) + "': expected f32[mlen <= " + std::to_string(info.memLen) +
-                  ", " + std::to_string(info.batch) + ", " + std::to_string(info.dModel) + "]" +
-                  (mlen >= 0 ? " with mlen " + std::to_string(mlen) : "") + ", got " + it->second.type().str());
+    ir::Shape row(shape.empty() ? shape.begin() : shape.begin() + 1, shape.end());
+    if (it->second.dtype() != ir::DType::F32 || shape.empty() || row != slot.rowShape || shape[0] > info.memLen ||
+        (mlen >= 0 && shape[0] != mlen))
+      throw Error("state: tensor '" + name + "': expected f32[mlen <= " + std::to_string(info.memLen) + "," +
+                  ir::shapeStr(slot.rowShape).substr(1) + (mlen >= 0 ? " with mlen " + std::to_string(mlen) : "") +
+                  ", got " + it->second.type().str());
     mlen = shape[0];
   }
-  if (state.size() != memory_.size()) throw Error("state: holds tensors this model does not have");
-  for (std::int64_t slot = 0; slot < std::int64_t(memory_.size()); ++slot) {
-    const ir::Tensor& t = state.at(memName(slot));
-    std::memcpy(memory_[slot].raw(), t.raw(), t.bytes());
+  if (state.size() != layout().size()) throw Error("state: holds tensors this model does not have");
+  for (std::size_t i = 0; i < layout().size(); ++i) {
+    const ir::Tensor& t = state.at(memName(layout()[i].slot));
+    std::memcpy(buffers_[i].raw(), t.raw(), t.bytes());
   }
-  mlen_ = mlen;
+  start_ = 0;
+  mlen_ = std::max<std::int64_t>(mlen, 0);
 }
 
 }  // namespace txl::backend

@@ -6,12 +6,22 @@
 // of Sessions, on any threads, can share it.
 //
 // A Session owns the per-stream state of `batch` streams: the recurrent
-// memory of every slot (slot 0 the embedding, slot l the output of layer l-1,
-// slot n_layer the final hidden state, as the reference keeps them). Each
-// forward() runs one segment and advances the memory exactly as the
-// reference: empty at the start, afterwards the last min(mem_len, mlen + qlen)
-// positions. Plans for the shapes a stream meets (warm-up segments, a shorter
-// last segment) are built on first use and cached in the session.
+// memory of every slot the graph has (backend/state_layout.h). In the hidden
+// form slot 0 is the embedding, slot l the output of layer l-1 and slot
+// n_layer the final hidden state, as the reference keeps them; in the kv form
+// slot l holds layer l's projected keys and values. Each forward() runs one
+// segment and advances the memory exactly as the reference: empty at the
+// start, afterwards the last min(mem_len, mlen + qlen) positions. Plans for
+// the shapes a stream meets (warm-up segments, a shorter last segment) are
+// built on first use and cached in the session.
+//
+// Each slot lives in a window buffer of `capacity` positions: the memory is
+// rows [start, start + mlen). A windowed slot's plan appends the segment's
+// rows right behind it, attention reads [memory | segment] in place, and the
+// session only moves `start`; when the window reaches the end of the buffer
+// the memory is moved to the front once. With capacity 2·mem_len + qlen that
+// costs mem_len rows every mem_len / qlen segments: O(qlen) rows per segment,
+// whatever mem_len is (stateRowsMoved() counts them).
 //
 //   auto model = std::make_shared<CompiledModel>(info, weights, makeReferenceExecutor(), factory);
 //   Session s(model);
@@ -22,11 +32,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <tuple>
 #include <vector>
 
 #include "backend/constant_folding.h"
 #include "backend/executor.h"
+#include "backend/state_layout.h"
 
 namespace txl::backend {
 
@@ -37,6 +49,7 @@ struct ModelInfo {
   std::int64_t nToken = 0;
   std::int64_t memLen = 0;  // memory kept after each segment
   std::int64_t batch = 1;
+  std::int64_t qlen = 1;    // the usual segment length (sizes the state windows)
 };
 
 // What one segment graph computes besides the hidden state.
@@ -63,6 +76,8 @@ class CompiledModel {
   }
   // Constant values (folded at plan-compile time) shared by every plan.
   ConstantCache& constants() const { return constants_; }
+  // The memory slots of this model's graphs (built once, from a one-token graph).
+  const std::vector<SlotLayout>& stateLayout() const;
 
  private:
   ModelInfo info_;
@@ -70,6 +85,8 @@ class CompiledModel {
   std::shared_ptr<Executor> executor_;
   GraphFactory factory_;
   mutable ConstantCache constants_;
+  mutable std::once_flag layoutOnce_;
+  mutable std::vector<SlotLayout> layout_;
 };
 
 struct ForwardResult {
@@ -90,10 +107,16 @@ class Session {
   // Forgets the memory: the next segment starts a fresh stream.
   void reset();
   std::int64_t mlen() const { return mlen_; }
-  const ir::Tensor memory(std::int64_t slot) const;  // f32[mlen, batch, d_model]
+  // The memory of a slot: f32[mlen, batch, width] (txl::Error for a slot the model does not have).
+  ir::Tensor memory(std::int64_t slot) const;
+  const std::vector<SlotLayout>& layout() const { return model_->stateLayout(); }
+  // Rows of state moved so far by the session itself (window compaction,
+  // growth, and the copies of the literal mem_write form), over all slots.
+  std::uint64_t stateRowsMoved() const { return rowsMoved_; }
 
-  // The state as named tensors ("mem.<slot>"), and back. loadState checks
-  // shapes against the model (txl::Error naming the tensor otherwise).
+  // The state as named tensors ("mem.<slot>" f32[mlen, batch, width]), and
+  // back. loadState checks the slots and shapes against the model
+  // (txl::Error naming the tensor otherwise).
   TensorMap saveState() const;
   void loadState(const TensorMap& state);
 
@@ -106,6 +129,10 @@ class Session {
  private:
   CompiledGraph& plan(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs);
   void checkIds(const ir::Tensor& ids, const char* what, std::int64_t qlen) const;
+  // Makes room for a window of klen rows at start_: moves the memory to the
+  // front, or grows the buffers.
+  void ensureRoom(std::int64_t klen);
+  ir::Tensor rows(std::size_t index, std::int64_t first, std::int64_t count) const;
 
   std::shared_ptr<const CompiledModel> model_;
   struct Plan {
@@ -113,8 +140,11 @@ class Session {
     std::unique_ptr<CompiledGraph> graph;
   };
   std::map<std::tuple<std::int64_t, std::int64_t, SegmentOutputs>, Plan> plans_;
-  std::vector<ir::Tensor> memory_;  // per slot, f32[mem_len, batch, d_model]; the first mlen_ rows are live
+  std::vector<ir::Tensor> buffers_;  // per layout slot, f32[capacity_, row shape]
+  std::int64_t capacity_ = 0;
+  std::int64_t start_ = 0;           // the memory is rows [start_, start_ + mlen_)
   std::int64_t mlen_ = 0;
+  std::uint64_t rowsMoved_ = 0;
   CompiledGraph* lastPlan_ = nullptr;
   TensorMap inputs_;                // reused across forwards
 };

@@ -14,6 +14,9 @@ const std::vector<std::string>& defaultPipeline() {
       // [memory; h] it recognizes: remember projected keys and values so each
       // segment projects only its new rows (--memory hidden disables it).
       "cache-projected-memory",
+      // [memory; x] and the memory update as one in-place window per slot,
+      // while the literal concat / slice / mem_write pattern is still intact.
+      "window-memory",
       // First: put the literal graph in the forms the Transformer-XL passes
       // match (the reference rel-shift as one rel_shift op, no identity or
       // chained views), and merge the weights the builder adds more than once.
@@ -36,9 +39,6 @@ const std::vector<std::string>& defaultPipeline() {
       // Last of the fusions: it consumes the linear ops the passes above
       // create or leave (and would hide them from those passes' patterns).
       "fuse-epilogues",
-      // [memory; x] and the memory update as one in-place window per slot;
-      // after the rewrites above, which still see the plain concat.
-      "window-memory",
       // Last: drop whatever the rewrites above left without users.
       "dce",
   };

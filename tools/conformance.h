@@ -31,6 +31,7 @@ struct CaseResult {
   std::string error;                         // a failure that stopped the case (bad file, ...)
   std::vector<TensorComparison> tensors;
   double atol = 0, rtol = 0, relL2 = 0;      // the case's tolerance
+  bool memoryCompared = true;                // false in the kv memory form (the state is not hidden states)
   const TensorComparison* worst() const;     // the tensor closest to (or furthest past) its bound
 };
 

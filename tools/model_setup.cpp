@@ -68,7 +68,8 @@ std::shared_ptr<backend::CompiledModel> compileModel(const frontend::ModelSpec& 
   frontend::SegmentShape base = segmentShape(spec, settings);
   if (base.memLen < 0) throw Error("--mem-len: expected a non-negative integer, got " + std::to_string(base.memLen));
   if (base.sameLength && base.memLen == 0) throw Error("--same-length needs a mem_len above 0");
-  backend::ModelInfo info{spec.n_layer, spec.d_model, spec.n_token, base.memLen, settings.batch};
+  backend::ModelInfo info{spec.n_layer, spec.d_model, spec.n_token, base.memLen, settings.batch,
+                          settings.qlen.value_or(spec.tgt_len)};
   passes::PipelineOptions pipeline = options.pipeline;
   passes::selectedPasses(pipeline);  // validates the names now, not at the first segment
   auto factory = [spec, base, pipeline](std::int64_t qlen, std::int64_t mlen, backend::SegmentOutputs outputs) {

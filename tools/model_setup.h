@@ -16,6 +16,7 @@ namespace txl::tools {
 // Run-time settings that may differ from the spec's own.
 struct RunSettings {
   std::int64_t batch = 1;
+  std::optional<std::int64_t> qlen;      // the usual segment length (default: the spec's tgt_len); sizes state
   std::optional<std::int64_t> memLen;    // default: the spec's mem_len
   std::optional<std::int64_t> clampLen;  // default: the spec's clamp_len
   std::optional<bool> sameLength;        // default: the spec's same_length

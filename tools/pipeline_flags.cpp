@@ -14,6 +14,9 @@ void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
   cmd.add_flag("--print-after-all", printAfterAll, "print the IR after every pass (stderr)");
   cmd.add_option("--print-after", printAfter, "print the IR after the named pass (stderr, repeatable)");
   cmd.add_flag("--time-passes", timePasses, "report the time each pass takes (stderr)");
+  cmd.add_option("--memory", memory,
+                 "memory form: kv (remember projected keys and values, the default) or hidden (layer inputs, as "
+                 "the reference)");
 }
 
 ModelOptions PipelineFlags::resolve() const {
@@ -24,6 +27,8 @@ ModelOptions PipelineFlags::resolve() const {
     passes::createPass(name);
     options.pipeline.disabled.insert(name);
   }
+  if (memory == "hidden") options.pipeline.disabled.insert("cache-projected-memory");
+  else if (memory != "kv") throw Error("--memory: expected 'kv' or 'hidden', got '" + memory + "'");
   for (const auto& name : printAfter) {
     passes::createPass(name);
     options.pipeline.manager.printAfter.insert(name);

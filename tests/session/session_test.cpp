@@ -1,0 +1,138 @@
+// tests/session/session_test.cpp - sessions: memory forms, in-place recurrence, state save/restore.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+
+#include "backend/session.h"
+#include "frontend/model_spec.h"
+#include "frontend/weights.h"
+#include "tools/model_setup.h"
+
+using namespace txl;
+
+namespace {
+
+frontend::ModelSpec tinySpec(std::int64_t memLen, bool preNorm = false) {
+  nlohmann::json j = {{"n_token", 37}, {"n_layer", 2},  {"n_head", 3},       {"d_model", 16},
+                      {"d_head", 5},   {"d_inner", 24}, {"tgt_len", 4},      {"mem_len", memLen},
+                      {"pre_lnorm", preNorm}, {"untie_r", true}, {"clamp_len", 6}};
+  return frontend::parseModelSpec(j, "tiny.json");
+}
+
+std::shared_ptr<backend::CompiledModel> compile(const frontend::ModelSpec& spec, const std::string& backend,
+                                                const std::string& memory, bool literal = false) {
+  tools::ModelOptions options;
+  options.backend = backend;
+  if (literal) options.pipeline.passes = std::vector<std::string>{};
+  if (memory == "hidden") options.pipeline.disabled.insert("cache-projected-memory");
+  tools::RunSettings settings;
+  settings.batch = 2;
+  return tools::compileModel(spec, frontend::randomWeights(spec, 7), settings, options);
+}
+
+ir::Tensor randomIds(std::mt19937& rng, std::int64_t qlen, std::int64_t batch, std::int64_t n) {
+  ir::Tensor t = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
+  for (auto& v : t.span<std::int64_t>()) v = std::int64_t(rng() % std::uint32_t(n));
+  return t;
+}
+
+// Runs `segments` segments of varying length; returns every hidden state and NLL, concatenated.
+std::vector<float> stream(backend::Session& s, int segments, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> out;
+  for (int k = 0; k < segments; ++k) {
+    std::int64_t qlen = 1 + k % 4;
+    ir::Tensor tokens = randomIds(rng, qlen, 2, 37), targets = randomIds(rng, qlen, 2, 37);
+    auto r = s.forward(tokens, &targets, false);
+    out.insert(out.end(), r.hidden->span<float>().begin(), r.hidden->span<float>().end());
+    out.insert(out.end(), r.nll->span<float>().begin(), r.nll->span<float>().end());
+  }
+  return out;
+}
+
+double maxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1e-3 + std::abs(double(b[i]))));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("the kv memory form computes what the hidden form and the literal graph compute") {
+  for (bool preNorm : {false, true}) {
+    INFO("pre_lnorm " << preNorm);
+    auto spec = tinySpec(5, preNorm);
+    backend::Session literal(compile(spec, "reference", "hidden", true));
+    backend::Session hidden(compile(spec, "reference", "hidden"));
+    backend::Session kv(compile(spec, "onednn", "kv"));
+    auto want = stream(literal, 9, 1);
+    CHECK(maxRelDiff(stream(hidden, 9, 1), want) < 1e-4);
+    CHECK(maxRelDiff(stream(kv, 9, 1), want) < 1e-4);
+    // The kv form remembers keys and values (2·H·D wide) and drops the never-read last slot.
+    REQUIRE(kv.layout().size() == 2);
+    CHECK(kv.layout()[0].rowShape == ir::Shape{2, 30});
+    CHECK(hidden.layout().size() == 3);
+    CHECK(hidden.layout()[0].rowShape == ir::Shape{2, 16});
+    CHECK(hidden.layout()[0].windowed);
+    CHECK_FALSE(literal.layout()[0].windowed);
+  }
+}
+
+TEST_CASE("the per-segment memory update does not grow with mem_len") {
+  // Rows moved by the session per segment and slot, amortized: the window
+  // design moves mem_len rows once every mem_len / qlen segments.
+  auto rowsPerSegment = [](std::int64_t memLen) {
+    auto spec = tinySpec(memLen);
+    backend::Session s(compile(spec, "onednn", "kv"));
+    std::mt19937 rng(3);
+    const int segments = 600;
+    for (int k = 0; k < segments; ++k) {
+      ir::Tensor tokens = randomIds(rng, 4, 2, 37);
+      s.forward(tokens, nullptr, false);
+    }
+    return double(s.stateRowsMoved()) / segments / double(s.layout().size());
+  };
+  double small = rowsPerSegment(8), large = rowsPerSegment(256);
+  INFO("rows moved per segment and slot: mem_len 8 " << small << ", mem_len 256 " << large);
+  CHECK(small <= 4.0 * 1.5);
+  CHECK(large <= 4.0 * 1.5);
+  // The literal form copies the whole memory every segment: mem_len rows.
+  auto spec = tinySpec(256);
+  backend::Session literal(compile(spec, "onednn", "hidden", true));
+  std::mt19937 rng(3);
+  for (int k = 0; k < 100; ++k) literal.forward(randomIds(rng, 4, 2, 37), nullptr, false);
+  CHECK(double(literal.stateRowsMoved()) / 100 / double(literal.layout().size()) > 100);
+}
+
+TEST_CASE("a saved and restored session continues bit for bit") {
+  for (std::string memory : {"kv", "hidden"}) {
+    INFO("memory " << memory);
+    auto spec = tinySpec(6);
+    auto model = compile(spec, "onednn", memory);
+    backend::Session a(model), b(model);
+    stream(a, 5, 11);
+    stream(b, 5, 11);
+    auto state = a.saveState();
+    auto fromA = stream(a, 6, 12);
+    backend::Session c(model);
+    c.loadState(state);
+    auto fromC = stream(c, 6, 12);
+    REQUIRE(fromA.size() == fromC.size());
+    CHECK(std::memcmp(fromA.data(), fromC.data(), fromA.size() * sizeof(float)) == 0);
+    // reset() starts a fresh stream: the same as a new session.
+    b.reset();
+    backend::Session fresh(model);
+    auto x = stream(b, 3, 13), y = stream(fresh, 3, 13);
+    CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("a state for another model is refused with the tensor named") {
+  auto model = compile(tinySpec(6), "reference", "kv");
+  auto other = compile(tinySpec(6), "reference", "hidden");
+  backend::Session a(model), b(other);
+  stream(a, 2, 1);
+  CHECK_THROWS_WITH(b.loadState(a.saveState()), Catch::Contains("state: tensor 'mem.0': expected f32[mlen <= 6,2,16]"));
+}
