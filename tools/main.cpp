@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   detectEmbeddedArtifact();  // a standalone executable: MODEL is the artifact it carries
   if (!embeddedArtifact()) registerConformance(app, action);
   if (!embeddedArtifact()) registerCompile(app, action);
+  if (!embeddedArtifact()) registerInspect(app, action);
   registerScore(app, action);
   registerGenerate(app, action);
   registerRun(app, action);

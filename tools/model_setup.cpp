@@ -30,7 +30,10 @@ ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const frontend::S
                               ir::PassContext* ctx) {
   ir::Graph g = frontend::buildSegmentGraph(spec, shape, outputs);
   ir::PassContext local;
-  passes::runPipeline(g, pipeline, ctx ? *ctx : local);
+  ir::PassContext& c = ctx ? *ctx : local;
+  // fold-positions: one table for the longest klen a stream of this model meets.
+  if (!c.maxKlen) c.maxKlen = std::max(shape.klen(), shape.memLen + spec.tgt_len);
+  passes::runPipeline(g, pipeline, c);
   return g;
 }
 

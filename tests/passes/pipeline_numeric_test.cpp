@@ -112,6 +112,22 @@ TEST_CASE("the default pipeline keeps whole segment graphs equal on both executo
         };
         CHECK(runtimeScales(optimized) == runtimeScales(literal) - std::size_t(c.spec.n_layer));
 
+        // Every primitive of the fused ops stays on a fast oneDNN kernel.
+        {
+          auto weights = testing::randomWeights(literal, 3);
+          auto plan = onednn->compile(optimized, weights);
+          const auto& steps = dynamic_cast<backend::OnednnCompiledGraph&>(*plan).steps();
+          std::size_t fusedSteps = 0;
+          for (const auto& step : steps) {
+            INFO(step.op << " " << step.primitive << " " << step.impl);
+            if (step.op == "fused_linear" || step.op == "rel_scores") {
+              ++fusedSteps;
+              CHECK(step.impl.rfind("ref", 0) != 0);
+            }
+          }
+          CHECK(fusedSteps >= std::size_t(2 * c.spec.n_layer));
+        }
+
         for (std::uint64_t seed : {3u, 4u}) {
           auto weights = testing::randomWeights(literal, seed);
           auto inputs = inputsFor(literal, c.spec, seed);

@@ -1,0 +1,150 @@
+// tools/cmd_inspect.cpp - `txlc inspect MODEL`: the segment graph at a stage, or what the passes bought.
+//
+//   txlc inspect spec.json --stage optimized --format dot > g.dot
+//   txlc inspect spec.json --stats [--format json] [--qlen 80 --mlen 2100] [--passes LIST | --disable-pass NAME]
+//
+// MODEL is a spec file or a model directory. Graphs need no weights: the spec
+// alone is read unless --weights or --random-weights asks for the model to be
+// loaded (and its weights checked). The segment is qlen tokens (default: the
+// spec's tgt_len) against mlen remembered positions (default: its mem_len,
+// the steady state), batch 1 unless --batch. The optimized stage runs the
+// pipeline as compile would (--passes, --disable-pass, --print-after...), with
+// the oneDNN target's answers about slow paths unless --backend reference.
+//
+// --stats prints, for the input (literal) graph and the optimized one, the
+// node count per op, FLOPs and bytes moved per segment (docs/PASSES.md has
+// the formulas: the input graph is costed as the reference runs it, every op
+// every segment; the optimized one with constant subgraphs hoisted to plan
+// compile time, as the backend runs it), then the fusion report from the
+// passes' remarks.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "backend/onednn_target_info.h"
+#include "frontend/model_loader.h"
+#include "ir/check.h"
+#include "ir/dot.h"
+#include "ir/json_io.h"
+#include "ir/printer.h"
+#include "tools/command.h"
+#include "tools/exit_codes.h"
+#include "tools/graph_stats.h"
+
+namespace txl::tools {
+
+namespace {
+
+struct Options {
+  std::string model, weights, stage = "optimized", format = "text";
+  bool randomWeights = false, stats = false;
+  std::uint64_t seed = 0;
+  std::int64_t batch = 1;
+  std::optional<std::int64_t> qlen, mlen;
+  PipelineFlags pipeline;
+};
+
+frontend::ModelSpec loadSpec(const Options& o) {
+  if (!o.weights.empty() || o.randomWeights) {
+    frontend::LoadOptions lo;
+    lo.randomWeights = o.randomWeights;
+    lo.seed = o.seed;
+    std::optional<std::string> weights;
+    if (!o.weights.empty()) weights = o.weights;
+    return frontend::loadModel(o.model, weights, lo).spec;
+  }
+  namespace fs = std::filesystem;
+  return frontend::loadModelSpec(fs::is_directory(o.model) ? (fs::path(o.model) / "config.json").string() : o.model);
+}
+
+std::string human(double x) {
+  char buf[32];
+  const char* unit[] = {"", "k", "M", "G", "T"};
+  int u = 0;
+  while (x >= 1000 && u < 4) x /= 1000, ++u;
+  std::snprintf(buf, sizeof buf, "%.3g %s", x, unit[u]);
+  return buf;
+}
+
+void printStatsText(const GraphStats& in, const GraphStats& opt, const std::vector<ir::Remark>& remarks) {
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> rows;
+  for (const auto& [op, n] : in.ops) rows[op].first = n;
+  for (const auto& [op, n] : opt.ops) rows[op].second = n;
+  std::printf("%-16s %10s %10s\n", "op", "input", "optimized");
+  for (const auto& [op, n] : rows) std::printf("%-16s %10lld %10lld\n", op.c_str(), (long long)n.first, (long long)n.second);
+  std::printf("\n%-24s %14s %14s\n", "per segment", "input", "optimized");
+  std::printf("%-24s %13sF %13sF  (%.1f%% of the input)\n", "FLOPs", human(in.flops).c_str(), human(opt.flops).c_str(),
+              in.flops > 0 ? 100.0 * opt.flops / in.flops : 0.0);
+  std::printf("%-24s %13sB %13sB  (%.1f%% of the input)\n", "bytes moved", human(in.bytes).c_str(),
+              human(opt.bytes).c_str(), in.bytes > 0 ? 100.0 * opt.bytes / in.bytes : 0.0);
+  std::printf("%-24s %14s %13sF  (once per plan)\n", "constant subgraphs", "-", human(opt.constantFlops).c_str());
+  std::printf("\nfusions:\n");
+  if (remarks.empty()) std::printf("  (none)\n");
+  for (const auto& r : remarks)
+    std::printf("  %s %s: %s\n", r.applied ? "applied" : "skipped", r.pass.c_str(), r.message.c_str());
+}
+
+int run(const Options& o) {
+  if (o.stage != "input" && o.stage != "optimized")
+    throw Error("--stage: expected 'input' or 'optimized', got '" + o.stage + "'");
+  if (o.format != "text" && o.format != "json" && o.format != "dot")
+    throw Error("--format: expected 'text', 'json' or 'dot', got '" + o.format + "'");
+  if (o.stats && o.format == "dot") throw Error("--stats prints text or json, not dot");
+  if (o.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(o.batch));
+  ModelOptions options = o.pipeline.resolve();
+  const frontend::ModelSpec spec = loadSpec(o);
+  frontend::SegmentShape shape = frontend::defaultShape(spec, o.batch, o.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1)),
+                                                        o.mlen.value_or(spec.mem_len));
+  if (o.qlen && *o.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(*o.qlen));
+  if (o.mlen && (*o.mlen < 0 || *o.mlen > spec.mem_len))
+    throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
+                std::to_string(*o.mlen));
+  if (spec.attn_type == 2 && !o.mlen) shape.mlen = 0;
+  const ir::Graph input = frontend::buildSegmentGraph(spec, shape);
+  ir::Graph optimized = input;
+  backend::OnednnTargetInfo target;
+  ir::PassContext ctx;
+  if (options.backend == "onednn") ctx.target = &target;
+  ctx.maxKlen = shape.memLen + std::max(spec.tgt_len, shape.qlen);
+  passes::runPipeline(optimized, options.pipeline, ctx);
+
+  if (o.stats) {
+    GraphStats in = graphStats(input, false), opt = graphStats(optimized, true);
+    if (o.format == "json") {
+      nlohmann::json fusions = nlohmann::json::array();
+      for (const auto& r : ctx.remarks) fusions.push_back({{"pass", r.pass}, {"applied", r.applied}, {"message", r.message}});
+      std::cout << nlohmann::json{{"input", statsToJson(in)}, {"optimized", statsToJson(opt)}, {"fusions", fusions}}.dump(2)
+                << std::endl;
+    } else {
+      printStatsText(in, opt, ctx.remarks);
+    }
+    return kExitOk;
+  }
+  const ir::Graph& g = o.stage == "input" ? input : optimized;
+  if (o.format == "json") std::cout << ir::toJson(g).dump(2) << std::endl;
+  else if (o.format == "dot") std::cout << ir::toDot(g);
+  else std::cout << ir::print(g);
+  return kExitOk;
+}
+
+}  // namespace
+
+void registerInspect(CLI::App& app, Action& action) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("inspect", "print a segment graph (input or optimized), or what the passes bought");
+  cmd->add_option("model", o->model, "spec file (reference or Hugging Face names) or model directory")->required();
+  auto* w = cmd->add_option("--weights", o->weights, "safetensors weights to load and check (graphs need none)");
+  cmd->add_flag("--random-weights", o->randomWeights, "load the model with seeded random weights")->excludes(w);
+  cmd->add_option("--seed", o->seed, "seed of --random-weights (default 0)");
+  cmd->add_option("--stage", o->stage, "input (the literal graph) or optimized (default)");
+  cmd->add_option("--format", o->format, "text (default), json or dot");
+  cmd->add_flag("--stats", o->stats, "ops per kind, FLOPs and bytes per segment before and after, and the fusions");
+  cmd->add_option("--qlen", o->qlen, "segment length (default: the spec's tgt_len)");
+  cmd->add_option("--mlen", o->mlen, "remembered positions (default: the spec's mem_len)");
+  cmd->add_option("--batch", o->batch, "batch size (default 1)");
+  o->pipeline.add(*cmd);
+  cmd->callback([o, &action] { action = [o] { return run(*o); }; });
+}
+
+}  // namespace txl::tools

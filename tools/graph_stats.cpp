@@ -1,0 +1,95 @@
+// tools/graph_stats.cpp - per-node FLOP and byte formulas (docs/PASSES.md).
+#include "tools/graph_stats.h"
+
+#include "passes/rewrite_utils.h"
+
+namespace txl::tools {
+
+using ir::Node;
+using ir::OpKind;
+
+namespace {
+double numel(const ir::TensorType& t) { return double(t.numel()); }
+}  // namespace
+
+double nodeFlops(const ir::Graph& g, Node n) {
+  const OpKind kind = g.kind(n);
+  if (!ir::opInfo(kind).hasResult) return 0;
+  const ir::TensorType& out = g.type(n);
+  switch (kind) {
+    case OpKind::Linear:
+    case OpKind::FusedLinear: {
+      const ir::TensorType& w = g.type(g.operand(n, 1));
+      const double rows = numel(out) / double(w.shape[0]);
+      double f = 2.0 * rows * double(w.shape[1]) * double(w.shape[0]);
+      const auto& a = g.op(n).attrs;
+      const bool bias = kind == OpKind::Linear ? g.numOperands(n) == 3 : a.getBool("bias");
+      f += numel(out) * (double(bias) + double(a.getBool("relu")) + double(a.getBool("residual")));
+      return f;
+    }
+    case OpKind::MatMul: {
+      const ir::TensorType& a = g.type(g.operand(n, 0));
+      const bool ta = g.op(n).attrs.getBool("transpose_a");
+      const double k = double(ta ? a.shape[a.rank() - 2] : a.shape.back());
+      return 2.0 * numel(out) * k;
+    }
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Scale:
+    case OpKind::Relu:
+    case OpKind::MaskedFill:
+      return numel(out);
+    case OpKind::RelScores:
+      return 3.0 * numel(out);
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax:
+      return 5.0 * numel(out);
+    case OpKind::LayerNorm:
+      return 8.0 * numel(out);
+    default:
+      return 0;
+  }
+}
+
+double nodeBytes(const ir::Graph& g, Node n) {
+  switch (g.kind(n)) {
+    case OpKind::Input:
+    case OpKind::Weight:
+    case OpKind::Constant:
+    case OpKind::MemRead:
+    case OpKind::Output:
+    case OpKind::MemWrite:
+    case OpKind::Reshape:  // a view
+      return 0;
+    default:
+      break;
+  }
+  if (!ir::opInfo(g.kind(n)).hasResult) return 0;
+  double bytes = double(g.type(n).bytes());
+  for (Node o : g.operands(n)) bytes += double(g.type(o).bytes());
+  return bytes;
+}
+
+GraphStats graphStats(const ir::Graph& g, bool hoistConstants) {
+  GraphStats s;
+  for (Node n : g.nodes()) {
+    ++s.ops[std::string(ir::opInfo(g.kind(n)).name)];
+    const double f = nodeFlops(g, n);
+    if (hoistConstants && passes::rw::isConstant(g, n)) {
+      s.constantFlops += f;
+      continue;
+    }
+    s.flops += f;
+    s.bytes += nodeBytes(g, n);
+  }
+  return s;
+}
+
+nlohmann::json statsToJson(const GraphStats& s) {
+  return {{"ops", s.ops},
+          {"flops_per_segment", static_cast<std::int64_t>(s.flops)},
+          {"bytes_per_segment", static_cast<std::int64_t>(s.bytes)}};
+}
+
+}  // namespace txl::tools
