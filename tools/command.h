@@ -32,6 +32,7 @@ struct PipelineFlags {
   bool printAfterAll = false;
   std::vector<std::string> printAfter;
   bool timePasses = false;
+  std::string memory = "kv";  // the memory form: kv (cache-projected-memory) or hidden
 
   void add(CLI::App& cmd, bool withBackend = true);
   ModelOptions resolve() const;  // validates pass names (txl::Error)

@@ -1,6 +1,7 @@
 // tools/pipeline_flags.cpp - the pipeline options shared by commands.
 #include <iostream>
 
+#include "ir/check.h"
 #include "passes/registry.h"
 #include "tools/command.h"
 
