@@ -28,9 +28,11 @@
 #include "ir/dot.h"
 #include "ir/json_io.h"
 #include "ir/printer.h"
+#include "tools/artifact.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
 #include "tools/graph_stats.h"
+#include "tools/model_source.h"
 
 namespace txl::tools {
 
@@ -46,6 +48,8 @@ struct Options {
 };
 
 frontend::ModelSpec loadSpec(const Options& o) {
+  if (looksLikeArtifact(o.model) && o.weights.empty() && !o.randomWeights)
+    return openModelSource(o.model, SourceOptions{}).spec;  // checks version and checksum too
   if (!o.weights.empty() || o.randomWeights) {
     frontend::LoadOptions lo;
     lo.randomWeights = o.randomWeights;

@@ -31,6 +31,12 @@ echo "generated: $g1"
 "$TXLC" run "$T/kjv.txla" --tokens "52 54 51" --no-logprob --state-in "$T/s.state" > "$T/rest.json"
 [ "$(grep -o '"mlen_in":[0-9]*' "$T/rest.json")" = '"mlen_in":3' ]
 
+# inspect reads an artifact like a model: the same optimized graph.
+"$TXLC" inspect "$T/kjv.txla" --qlen 64 --mlen 64 > "$T/from_artifact.ir"
+"$TXLC" inspect "$M/kjv-char" --qlen 64 --mlen 64 > "$T/from_model.ir"
+cmp -s "$T/from_artifact.ir" "$T/from_model.ir" || { echo "inspect of the artifact differs from the model's"; exit 1; }
+grep -q "rel_scores" "$T/from_artifact.ir"
+
 # A corrupted copy of the executable's artifact is refused with one line.
 cp "$T/kjv" "$T/bad"
 size=$(wc -c < "$T/bad")
