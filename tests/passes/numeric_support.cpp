@@ -50,7 +50,8 @@ ir::TensorMap randomInputs(const ir::Graph& g, std::uint64_t seed) {
   std::mt19937_64 rng(seed + 1000);
   ir::TensorMap out;
   for (Node n : g.nodes()) {
-    if (g.kind(n) != OpKind::Input && g.kind(n) != OpKind::MemRead) continue;
+    // A mem_window is handed its state window (memory rows first), like a mem_read its memory.
+    if (g.kind(n) != OpKind::Input && g.kind(n) != OpKind::MemRead && g.kind(n) != OpKind::MemWindow) continue;
     std::string name = g.kind(n) == OpKind::Input ? g.op(n).attrs.getString("name")
                                                    : backend::memName(g.op(n).attrs.getInt("slot"));
     const ir::TensorType& type = g.type(n);
