@@ -12,6 +12,7 @@
 // Conversion to f32 happens per tensor, on demand, with an optional scan for
 // NaN and Inf.
 #include "frontend/safetensors.h"
+#include "frontend/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -91,18 +92,6 @@ T load(const std::byte* p) {
   return v;
 }
 
-void writeAll(int fd, const void* data, std::size_t size, const std::string& what) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, std::min<std::size_t>(size, std::size_t{1} << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error(what + ": cannot write: " + std::strerror(errno));
-    }
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-}
 
 const char* irDTypeName(ir::DType t) {
   switch (t) {
@@ -438,33 +427,13 @@ std::vector<std::byte> serializeSafetensors(const std::vector<std::pair<std::str
 void writeSafetensors(const std::string& path, const std::vector<std::pair<std::string, ir::Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   std::string header = headerFor(tensors, metadata);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
-  try {
-    auto prefix = lengthPrefix(header.size());
-    writeAll(fd, prefix.data(), prefix.size(), tmp);
-    writeAll(fd, header.data(), header.size(), tmp);
-    for (const auto& [name, t] : tensors)
-      if (t.bytes()) writeAll(fd, t.raw(), t.bytes(), tmp);
-    if (::fsync(fd) != 0) throw Error(tmp + ": cannot sync: " + std::strerror(errno));
-    int rc = ::close(fd);
-    fd = -1;
-    if (rc != 0) throw Error(tmp + ": cannot close: " + std::strerror(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  // Make the rename itself durable; failing here leaves a complete file.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  AtomicFile file(path, 0644);
+  auto prefix = lengthPrefix(header.size());
+  file.write(prefix.data(), prefix.size());
+  file.write(header.data(), header.size());
+  for (const auto& [name, t] : tensors)
+    if (t.bytes()) file.write(t.raw(), t.bytes());
+  file.commit();
 }
 
 }  // namespace txl::frontend

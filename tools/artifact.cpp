@@ -1,5 +1,6 @@
 // tools/artifact.cpp - writing and reading compiled artifacts.
 #include "tools/artifact.h"
+#include "frontend/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -178,28 +179,9 @@ std::vector<std::byte> serializeArtifact(const Artifact& a) {
 
 void writeArtifact(const std::string& path, const Artifact& a) {
   std::vector<std::byte> bytes = serializeArtifact(a);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
-  try {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw Error(tmp + ": cannot write: " + std::strerror(errno));
-      done += std::size_t(n);
-    }
-    if (::fsync(fd) != 0) throw Error(tmp + ": cannot sync: " + std::strerror(errno));
-    int rc = ::close(fd);
-    fd = -1;
-    if (rc != 0) throw Error(tmp + ": cannot close: " + std::strerror(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
+  frontend::AtomicFile file(path, 0644);
+  file.write(bytes.data(), bytes.size());
+  file.commit();
 }
 
 Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data, std::size_t size,

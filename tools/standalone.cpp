@@ -1,5 +1,6 @@
 // tools/standalone.cpp - writing and finding the standalone trailer.
 #include "tools/standalone.h"
+#include "frontend/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,15 +27,6 @@ void put64(unsigned char* p, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>((v >> (8 * i)) & 0xff);
 }
 
-void writeAll(int fd, const void* data, std::size_t size, const std::string& name) {
-  const auto* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(name + ": cannot write: " + std::strerror(errno));
-    p += n, size -= std::size_t(n);
-  }
-}
 
 }  // namespace
 
@@ -68,45 +60,30 @@ void writeStandalone(const std::string& path, const std::vector<std::byte>& arti
   std::uint64_t exeBytes = std::uint64_t(st.st_size);
   if (auto t = readStandaloneTrailer(self)) exeBytes = t->offset;
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-  if (out < 0) {
-    ::close(in);
-    throw Error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
+  struct CloseIn {
+    int fd;
+    ~CloseIn() { ::close(fd); }
+  } closeIn{in};
+  frontend::AtomicFile out(path, 0755);
+  std::vector<char> buf(1 << 20);
+  std::uint64_t copied = 0;
+  while (copied < exeBytes) {
+    ssize_t n = ::pread(in, buf.data(), std::min<std::uint64_t>(buf.size(), exeBytes - copied), off_t(copied));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(std::string(self) + ": cannot read: " + std::strerror(errno));
+    out.write(buf.data(), std::size_t(n));
+    copied += std::uint64_t(n);
   }
-  try {
-    std::vector<char> buf(1 << 20);
-    std::uint64_t copied = 0;
-    while (copied < exeBytes) {
-      ssize_t n = ::pread(in, buf.data(), std::min<std::uint64_t>(buf.size(), exeBytes - copied), off_t(copied));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw Error(std::string(self) + ": cannot read: " + std::strerror(errno));
-      writeAll(out, buf.data(), std::size_t(n), tmp);
-      copied += std::uint64_t(n);
-    }
-    const std::uint64_t offset = (exeBytes + kAlign - 1) / kAlign * kAlign;
-    std::vector<char> pad(offset - exeBytes, 0);
-    writeAll(out, pad.data(), pad.size(), tmp);
-    writeAll(out, artifact.data(), artifact.size(), tmp);
-    unsigned char trailer[kStandaloneTrailerBytes];
-    put64(trailer, offset);
-    put64(trailer + 8, artifact.size());
-    std::memcpy(trailer + 16, kStandaloneMagic, 8);
-    writeAll(out, trailer, sizeof trailer, tmp);
-    if (::fchmod(out, 0755) != 0) throw Error(tmp + ": cannot make executable: " + std::strerror(errno));
-    if (::fsync(out) != 0) throw Error(tmp + ": cannot sync: " + std::strerror(errno));
-    int rc = ::close(out);
-    out = -1;
-    if (rc != 0) throw Error(tmp + ": cannot close: " + std::strerror(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
-  } catch (...) {
-    ::close(in);
-    if (out >= 0) ::close(out);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(in);
+  const std::uint64_t offset = (exeBytes + kAlign - 1) / kAlign * kAlign;
+  std::vector<char> pad(offset - exeBytes, 0);
+  out.write(pad.data(), pad.size());
+  out.write(artifact.data(), artifact.size());
+  unsigned char trailer[kStandaloneTrailerBytes];
+  put64(trailer, offset);
+  put64(trailer + 8, artifact.size());
+  std::memcpy(trailer + 16, kStandaloneMagic, 8);
+  out.write(trailer, sizeof trailer);
+  out.commit();  // created 0755: no fchmod needed
 }
 
 }  // namespace txl::tools
