@@ -8,10 +8,14 @@
 //      lives in a user's buffer (then it gets a copy); anything else a fresh
 //      value in the arena.
 //   2. Liveness: an arena value lives from its definition to the last use of
-//      it or of any alias of it (outputs: to the end). Offsets by best fit
-//      over the values live at the definition, 64-byte aligned.
-//   3. Lower every node (onednn_lowering.cpp) into steps over those views.
-//   4. Allocate the shared temporary buffer and the scratchpad, bind them.
+//      it or of any alias of it (outputs: to the end).
+//   3. In place: an elementwise-shaped op (binary, eltwise, layer_norm,
+//      softmax, masked_fill) whose operand value dies at it and covers exactly
+//      its result computes into that operand's memory.
+//   4. Lower every node (onednn_lowering.cpp) into steps over those views;
+//      temporaries and user-mode scratchpads become arena values live during
+//      their node's step.
+//   5. Plan the arena (backend/memory_plan.h), allocate it, bind every memory.
 // run() binds the input handles, executes the steps on one stream, waits.
 #include "backend/onednn_executor.h"
 
@@ -21,6 +25,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "backend/memory_plan.h"
 #include "backend/onednn_lowering.h"
 #include "ir/check.h"
 #include "ir/shape_inference.h"
@@ -32,44 +37,6 @@ namespace {
 using onednn::BufferKind;
 using onednn::Plan;
 using onednn::View;
-
-constexpr std::size_t kAlign = 64;
-constexpr std::size_t kForever = std::numeric_limits<std::size_t>::max();
-
-std::size_t alignUp(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-
-struct ArenaValue {
-  std::size_t bytes = 0;
-  std::size_t def = 0, lastUse = 0;
-  std::size_t offset = 0;
-};
-
-// Best-fit offsets for values defined in increasing `def` order; returns the arena size.
-std::size_t assignOffsets(std::vector<ArenaValue>& values) {
-  struct Block {
-    std::size_t offset, end, lastUse;
-  };
-  std::vector<Block> live;  // sorted by offset
-  std::size_t total = 0;
-  for (ArenaValue& v : values) {
-    std::erase_if(live, [&](const Block& b) { return b.lastUse < v.def; });
-    const std::size_t size = alignUp(v.bytes);
-    std::size_t best = kForever, bestGap = kForever, cursor = 0;
-    for (const Block& b : live) {
-      if (b.offset >= cursor && b.offset - cursor >= size && b.offset - cursor < bestGap) {
-        best = cursor;
-        bestGap = b.offset - cursor;
-      }
-      cursor = std::max(cursor, b.end);
-    }
-    if (best == kForever) best = cursor;
-    v.offset = best;
-    live.push_back({best, best + size, v.lastUse});
-    std::sort(live.begin(), live.end(), [](const Block& a, const Block& b) { return a.offset < b.offset; });
-    total = std::max(total, best + size);
-  }
-  return total;
-}
 
 // Whether slice `n` of a dense operand is itself a contiguous range (every dimension before the axis is 1).
 bool contiguousSlice(const ir::Graph& g, ir::Node n) {
@@ -137,7 +104,8 @@ class OnednnPlan final : public OnednnCompiledGraph {
   }
   const TensorMap& run(const TensorMap& inputs) override;
   const std::vector<StepInfo>& steps() const override { return plan_.info; }
-  std::size_t arenaBytes() const override { return plan_.arenaBytes; }
+  std::size_t arenaBytes() const override { return plan_.memory.arenaBytes; }
+  const MemoryPlan& memoryPlan() const override { return plan_.memory; }
   std::size_t constantBytes() const override { return plan_.constantBytes; }
   void setProfiling(bool on) override {
     profiling_ = on;
@@ -153,26 +121,44 @@ class OnednnPlan final : public OnednnCompiledGraph {
   std::vector<double> stepSeconds_;
 };
 
+// The operand whose memory node `n` may compute into (an elementwise-shaped
+// op reads element i of it only to write element i), or -1.
+int inPlaceOperand(const ir::Graph& g, ir::Node n) {
+  switch (g.kind(n)) {
+    case ir::OpKind::Add:
+    case ir::OpKind::Sub:
+    case ir::OpKind::Mul:  // the operand the lowering makes src0
+      if (g.type(g.operand(n, 0)) == g.type(n)) return 0;
+      return g.type(n).dtype == ir::DType::F32 && g.type(g.operand(n, 1)) == g.type(n) ? 1 : -1;
+    case ir::OpKind::Scale:
+    case ir::OpKind::Relu:
+    case ir::OpKind::LayerNorm:
+    case ir::OpKind::Softmax:
+    case ir::OpKind::LogSoftmax:
+    case ir::OpKind::MaskedFill:
+      return g.type(g.operand(n, 0)) == g.type(n) ? 0 : -1;
+    default:
+      return -1;
+  }
+}
+
 void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const OnednnOptions& options) {
   checkWeights(g, weights);
   const std::vector<ir::Node> order = g.topologicalOrder();
-  const int arena = plan_.addBuffer(BufferKind::Arena);
-  plan_.tempBuffer = plan_.addBuffer(BufferKind::Temp);
-  plan_.scratchpadBuffer = plan_.addBuffer(BufferKind::Scratchpad);
+  const std::size_t kForever = order.empty() ? 0 : order.size() - 1;  // results live to the last step
+  auto& values = plan_.arenaValues;
 
-  // 1. Placement. Arena views hold offsets relative to their root value until step 2.
+  // 1. Placement. A node's view of an arena value is relative to that value's buffer.
   std::unordered_map<ir::Node, View> views;
   std::unordered_map<ir::Node, int> root;  // arena value of a node's view, or -1
   std::unordered_map<ir::Node, bool> aliased;
   std::unordered_map<std::string, int> namedBuffers;
-  std::vector<ArenaValue> values;
   auto newArena = [&](ir::Node n, const ir::TensorType& type, std::size_t t) {
-    views[n] = View{arena, 0, type};
     root[n] = static_cast<int>(values.size());
-    values.push_back({type.bytes(), t, t, 0});
+    views[n] = View{plan_.addArenaValue(nodeName(g, n), type.bytes(), t, t), 0, type};
   };
-  auto use = [&](ir::Node operand, std::size_t t) {
-    if (int r = root.at(operand); r >= 0) values[r].lastUse = std::max(values[r].lastUse, t);
+  auto use = [&](ir::Node operand, std::size_t t) {  // 2. liveness, as the walk goes
+    if (int r = root.at(operand); r >= 0) values[r].request.last = std::max(values[r].request.last, t);
   };
   for (std::size_t t = 0; t < order.size(); ++t) {
     const ir::Node n = order[t];
@@ -220,7 +206,7 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
                      inPlace || (sink && k != BufferKind::Input && k != BufferKind::Weight);
         if (!alias) {
           newArena(n, type, t);
-          if (sink) values.back().lastUse = kForever;
+          if (sink) values.back().request.last = kForever;
           break;
         }
         View v = xv;
@@ -235,7 +221,7 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
         views[n] = v;
         root[n] = root.at(x);
         aliased[n] = true;
-        if (sink && root[n] >= 0) values[root[n]].lastUse = kForever;
+        if (sink && root[n] >= 0) values[root[n]].request.last = kForever;
         break;
       }
       case ir::OpKind::Add:
@@ -262,35 +248,71 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
     }
   }
 
-  // 2. Offsets in one arena.
-  plan_.arenaBytes = assignOffsets(values);
-  plan_.buffers[arena].ptr = plan_.allocate(plan_.arenaBytes);
-  for (auto& [n, v] : views)
-    if (int r = root.at(n); r >= 0) v.offset += values[r].offset;
+  // 3. In place, in schedule order: n's value joins the memory of its
+  // operand's value when that dies at n (its whole group's last use is n's
+  // step), is viewed whole and dense, and no other operand reads it.
+  auto owner = [&](int v) {
+    while (values[v].sameAs >= 0) v = values[v].sameAs;
+    return v;
+  };
+  for (std::size_t t = 0; t < order.size(); ++t) {
+    const ir::Node n = order[t];
+    const int k = root.at(n) >= 0 && !aliased.at(n) ? inPlaceOperand(g, n) : -1;
+    if (k < 0) continue;
+    const ir::Node x = g.operand(n, k);
+    if (root.at(x) < 0) continue;
+    const int r = owner(root.at(x));
+    const View& xv = views.at(x);
+    const bool whole = xv.offset == 0 && xv.strides.empty() && xv.type.bytes() == values[r].request.bytes &&
+                       values[root.at(x)].buffer == xv.buffer;
+    bool shared = false;
+    for (std::size_t i = 0; i < g.operands(n).size(); ++i)
+      if (int ri = root.at(g.operand(n, i)); i != std::size_t(k) && ri >= 0 && owner(ri) == r) shared = true;
+    if (!whole || shared || values[r].request.last != t) continue;
+    onednn::ArenaValue& v = values[root.at(n)];
+    v.sameAs = r;
+    values[r].request.last = v.request.last;
+    values[r].request.label += ", " + v.request.label + " in place";
+  }
 
-  // 3. Lowering.
+  // 4. Lowering.
   onednn::Lowering lowering(plan_, g, options);
-  for (ir::Node n : order) {
+  std::vector<std::pair<std::string, View>> outputs;
+  for (std::size_t t = 0; t < order.size(); ++t) {
+    const ir::Node n = order[t];
     std::vector<View> ops;
     for (ir::Node o : g.operands(n)) ops.push_back(views.at(o));
     const View out = views.count(n) ? views.at(n) : View{};
     try {
-      lowering.lower(n, ops, out, aliased.at(n));
+      lowering.lower(n, t, ops, out, aliased.at(n));
     } catch (const dnnl::error& e) {
       throw InternalError("oneDNN lowering of " + nodeName(g, n) + ": " + e.what());
     } catch (const Error& e) {
       throw Error("oneDNN lowering of " + nodeName(g, n) + ": " + e.what());
     }
-    const ir::OpKind k = g.kind(n);
-    if (k == ir::OpKind::Output || k == ir::OpKind::MemWrite) {
-      std::string name = k == ir::OpKind::Output ? g.op(n).attrs.getString("name") : memName(g.op(n).attrs.getInt("slot"));
-      plan_.outputs[name] = ir::Tensor(out.type, plan_.ptr(out), nullptr);
-    }
+    const ir::OpKind kind = g.kind(n);
+    if (kind == ir::OpKind::Output || kind == ir::OpKind::MemWrite)
+      outputs.emplace_back(kind == ir::OpKind::Output ? g.op(n).attrs.getString("name")
+                                                      : memName(g.op(n).attrs.getInt("slot")),
+                           out);
   }
 
-  // 4. The temporary buffer and the scratchpad, bound once; input bindings first.
-  plan_.buffers[plan_.tempBuffer].ptr = plan_.allocate(plan_.tempBytes);
-  plan_.buffers[plan_.scratchpadBuffer].ptr = plan_.allocate(plan_.scratchpadBytes);
+  // 5. The arena: offsets for the values that own their memory, then every
+  // arena buffer's address and every late binding; input bindings first.
+  std::vector<BufferRequest> requests;
+  std::vector<int> slot(values.size(), -1);  // a value's index in the plan
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i].sameAs < 0) {
+      slot[i] = static_cast<int>(requests.size());
+      requests.push_back(values[i].request);
+    }
+  plan_.memory = planMemory(requests);
+  if (std::string clash = findConflict(plan_.memory); !clash.empty())
+    throw InternalError("arena plan overlaps live buffers " + clash);
+  char* arena = static_cast<char*>(plan_.allocate(plan_.memory.arenaBytes));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    plan_.buffers[values[i].buffer].ptr = arena + plan_.memory.buffers[slot[owner(static_cast<int>(i))]].offset;
+  for (const auto& [name, view] : outputs) plan_.outputs[name] = ir::Tensor(view.type, plan_.ptr(view), nullptr);
   std::stable_partition(plan_.bindings.begin(), plan_.bindings.end(),
                         [&](const onednn::Binding& b) { return plan_.buffers[b.buffer].kind == BufferKind::Input; });
   for (const onednn::Binding& b : plan_.bindings) {

@@ -4,7 +4,8 @@
 // compile() walks the graph in topological order and turns every op into one
 // or more steps (a primitive with its argument map, or an own kernel from
 // onednn_kernels.h) over buffers allocated at compile time: one arena for the
-// intermediates (offsets planned by liveness), constant buffers for
+// intermediates, temporaries and scratchpads (offsets planned by liveness,
+// backend/memory_plan.h), constant buffers for
 // attribute-only ops (pos_encoding, attn_mask, constant) and for weights that a
 // primitive wants in a blocked layout, and the user's own weight and input
 // buffers, bound without copying. run() rebinds the input handles, executes
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "backend/memory_plan.h"
 
 namespace txl::backend {
 
@@ -50,8 +52,10 @@ class OnednnCompiledGraph : public CompiledGraph {
  public:
   // Every step in execution order (compile-time weight reorders are not steps).
   virtual const std::vector<StepInfo>& steps() const = 0;
-  // Bytes of the intermediate arena, the constant buffers and the scratchpads.
+  // Bytes of the arena: intermediates, temporaries and scratchpads.
   virtual std::size_t arenaBytes() const = 0;
+  // The arena's plan: every buffer's offset and live range, and its figures.
+  virtual const MemoryPlan& memoryPlan() const = 0;
   virtual std::size_t constantBytes() const = 0;
   // Per-step timing, off by default (run() then pays nothing for it): when on,
   // run() waits after every step and adds its wall time to stepSeconds()[i].

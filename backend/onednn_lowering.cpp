@@ -27,7 +27,7 @@ void* Plan::allocate(std::size_t bytes) {
 
 dnnl::memory Lowering::mem(const View& v, const memory::desc& md, std::size_t extraOffset) {
   const Buffer& b = plan_.buffers[v.buffer];
-  const bool late = b.kind == BufferKind::Input || b.kind == BufferKind::Temp || b.kind == BufferKind::Scratchpad;
+  const bool late = b.kind == BufferKind::Input || b.kind == BufferKind::Arena;
   void* p = late ? nullptr : plan_.ptr(v) + extraOffset;
   dnnl::memory m(md, plan_.engine, p);
   if (late) plan_.bindings.push_back({m, v.buffer, v.offset + extraOffset});
@@ -35,8 +35,12 @@ dnnl::memory Lowering::mem(const View& v, const memory::desc& md, std::size_t ex
 }
 
 View Lowering::temp(const ir::TensorType& type) {
-  plan_.tempBytes = std::max(plan_.tempBytes, type.bytes());
-  return View{plan_.tempBuffer, 0, type};
+  return View{plan_.addArenaValue(label("temporary"), type.bytes(), step_, step_), 0, type};
+}
+
+std::string Lowering::label(const char* what) const {
+  return std::string(what) + " of " + std::string(ir::opInfo(g_.kind(node_)).name) + " (node " + std::to_string(g_.op(node_).id) +
+         ")";
 }
 
 void Lowering::record(ir::Node n, const char* kind, const std::string& impl) {
@@ -46,9 +50,9 @@ void Lowering::record(ir::Node n, const char* kind, const std::string& impl) {
 void Lowering::addPrimitive(ir::Node n, const dnnl::primitive_desc_base& pd, const char* kind,
                             std::unordered_map<int, memory> args) {
   const std::size_t scratch = pd.scratchpad_desc().get_size();
-  if (scratch > 0) {
-    plan_.scratchpadBytes = std::max(plan_.scratchpadBytes, scratch);
-    args[DNNL_ARG_SCRATCHPAD] = mem(View{plan_.scratchpadBuffer, 0, {}}, pd.scratchpad_desc());
+  if (scratch > 0) {  // user mode: carved from the arena, live during this step only
+    const View pad{plan_.addArenaValue(label("scratchpad"), scratch, step_, step_), 0, {}};
+    args[DNNL_ARG_SCRATCHPAD] = mem(pad, pd.scratchpad_desc());
   }
   plan_.steps.push_back({dnnl::primitive(pd.get()), std::move(args), {}});
   record(n, kind, pd.impl_info_str());
@@ -295,7 +299,9 @@ void Lowering::lowerPad(ir::Node n, const View& x, const View& out) {
   copy(n, x, denseMd(x.type), 0, out, memory::desc(x.type.shape, dnnlType(x.type.dtype), outStrides), off);
 }
 
-void Lowering::lower(ir::Node n, const std::vector<View>& ops, const View& out, bool aliased) {
+void Lowering::lower(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased) {
+  node_ = n;
+  step_ = step;
   const ir::OpData& op = g_.op(n);
   const auto& attrs = op.attrs;
   switch (op.kind) {

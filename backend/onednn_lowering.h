@@ -2,10 +2,11 @@
 // the per-op lowering that fills it (internal to backend/).
 //
 // Every value is a dense row-major tensor at a byte offset in a buffer. A
-// buffer is the arena (intermediates), a constant allocation, a user input
-// (rebound on every run), a user weight (bound once), or a shared temporary
-// (scratch of one node's steps). dnnl::memory objects over buffers whose
-// address is not known at compile time are listed in `bindings` and rebound.
+// buffer is one value in the arena (an intermediate, a node's temporary or a
+// primitive's scratchpad; its address is known once the whole plan is
+// lowered and the arena planned), a constant allocation, a user input
+// (rebound on every run) or a user weight (bound once). dnnl::memory objects
+// over arena and input buffers are listed in `bindings` and bound late.
 #pragma once
 
 #include <cstddef>
@@ -18,16 +19,25 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/memory_plan.h"
 #include "backend/onednn_executor.h"
 #include "ir/graph.h"
 
 namespace txl::backend::onednn {
 
-enum class BufferKind { Arena, Constant, Input, Weight, Temp, Scratchpad };
+enum class BufferKind { Arena, Constant, Input, Weight };
 
 struct Buffer {
   BufferKind kind = BufferKind::Arena;
-  void* ptr = nullptr;  // Input: set on every run; Temp/Scratchpad: set at the end of compile
+  void* ptr = nullptr;  // Input: set on every run; Arena: set once the arena is planned
+};
+
+// An arena buffer's request. A value computed in place over an operand's
+// value (onednn_executor.cpp) shares that one's memory: `sameAs` >= 0.
+struct ArenaValue {
+  int buffer = -1;
+  BufferRequest request;
+  int sameAs = -1;
 };
 
 // A tensor at `offset` bytes into buffer `buffer`: dense row-major, or with
@@ -65,12 +75,13 @@ struct Plan {
   std::vector<std::shared_ptr<void>> storage;  // owned allocations
   std::vector<Step> steps;
   std::vector<StepInfo> info;
-  std::vector<Binding> bindings;  // memories over Input / Temp / Scratchpad buffers (Input ones first after compile)
+  std::vector<Binding> bindings;  // memories over Input and Arena buffers (Input ones first after compile)
   std::size_t inputBindings = 0;  // how many of `bindings` are over inputs
   std::vector<PlanInput> inputs;
   ir::TensorMap outputs;
-  std::size_t arenaBytes = 0, constantBytes = 0, tempBytes = 0, scratchpadBytes = 0;
-  int tempBuffer = -1, scratchpadBuffer = -1;
+  std::vector<ArenaValue> arenaValues;
+  MemoryPlan memory;  // offsets of the arena values that own their memory
+  std::size_t constantBytes = 0;
 
   char* ptr(const View& v) const { return static_cast<char*>(buffers[v.buffer].ptr) + v.offset; }
   int addBuffer(BufferKind kind, void* ptr = nullptr) {
@@ -79,6 +90,12 @@ struct Plan {
   }
   // A fresh zeroed 64-byte aligned allocation owned by the plan.
   void* allocate(std::size_t bytes);
+  // A new arena buffer of `bytes`, live during steps [first, last] of the schedule.
+  int addArenaValue(std::string label, std::size_t bytes, std::size_t first, std::size_t last) {
+    const int b = addBuffer(BufferKind::Arena);
+    arenaValues.push_back({b, {std::move(label), bytes, first, last}, -1});
+    return b;
+  }
 };
 
 // Options and state the lowering of one node needs.
@@ -86,16 +103,18 @@ class Lowering {
  public:
   Lowering(Plan& plan, const ir::Graph& graph, const OnednnOptions& options) : plan_(plan), g_(graph), opt_(options) {}
 
-  // Lowers node `n` whose operands have views `ops` and whose result has view
-  // `out` (already placed; `aliased` when placed as a view of its first
-  // operand: reshape, a contiguous slice, an output of a plan buffer).
-  // Appends steps to the plan; computes constants now.
-  void lower(ir::Node n, const std::vector<View>& ops, const View& out, bool aliased);
+  // Lowers node `n`, at position `step` of the schedule, whose operands have
+  // views `ops` and whose result has view `out` (already placed; `aliased`
+  // when placed as a view of its first operand: reshape, a contiguous slice,
+  // an output of a plan buffer). Appends steps to the plan, and arena values
+  // live at `step` for its temporaries and scratchpads; computes constants now.
+  void lower(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased);
 
  private:
   dnnl::memory mem(const View& v, const dnnl::memory::desc& md, std::size_t extraOffset = 0);
   dnnl::memory mem(const View& v) { return mem(v, denseMd(v.type)); }
-  View temp(const ir::TensorType& type);  // a view in the shared temporary buffer
+  View temp(const ir::TensorType& type);  // a fresh arena value live during this node's steps only
+  std::string label(const char* what) const;  // "<what> of <op> (node <id>)" for the current node
   void addPrimitive(ir::Node n, const dnnl::primitive_desc_base& pd, const char* kind,
                     std::unordered_map<int, dnnl::memory> args);
   void addKernel(ir::Node n, const char* name, std::function<void()> kernel);
@@ -122,6 +141,8 @@ class Lowering {
   Plan& plan_;
   const ir::Graph& g_;
   const OnednnOptions& opt_;
+  ir::Node node_{};
+  std::size_t step_ = 0;
   struct Blocked {
     int buffer;
     std::size_t offset;

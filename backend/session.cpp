@@ -50,19 +50,26 @@ ir::Tensor Session::memory(std::int64_t slot) const {
   throw Error("the model has no memory slot " + std::to_string(slot));
 }
 
+SegmentPlan CompiledModel::compileSegment(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) const {
+  FoldedGraph folded = foldConstants(buildGraph(qlen, mlen, outputs), weights(), constants(), executor());
+  TXL_CHECK(backend::stateLayout(folded.graph) == stateLayout() || mlen == 0 || info().memLen == 0,
+            "a segment graph's memory slots differ from the model's");
+  SegmentPlan plan{std::make_unique<TensorMap>(std::move(folded.weights)), nullptr};
+  plan.graph = executor().compile(folded.graph, *plan.weights);
+  return plan;
+}
+
 CompiledGraph& Session::plan(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) {
   auto key = std::make_tuple(qlen, mlen, outputs);
   auto it = plans_.find(key);
-  if (it == plans_.end()) {
-    FoldedGraph folded = foldConstants(model_->buildGraph(qlen, mlen, outputs), model_->weights(),
-                                       model_->constants(), model_->executor());
-    TXL_CHECK(backend::stateLayout(folded.graph) == layout() || mlen == 0 || model_->info().memLen == 0,
-              "a segment graph's memory slots differ from the model's");
-    Plan plan{std::make_unique<TensorMap>(std::move(folded.weights)), nullptr};
-    plan.graph = model_->executor().compile(folded.graph, *plan.weights);
-    it = plans_.emplace(key, std::move(plan)).first;
-  }
+  if (it == plans_.end()) it = plans_.emplace(key, model_->compileSegment(qlen, mlen, outputs)).first;
   return *it->second.graph;
+}
+
+std::size_t Session::stateBytes() const {
+  std::size_t bytes = 0;
+  for (const ir::Tensor& b : buffers_) bytes += b.bytes();
+  return bytes;
 }
 
 void Session::checkIds(const ir::Tensor& ids, const char* what, std::int64_t qlen) const {

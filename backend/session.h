@@ -63,6 +63,12 @@ struct SegmentOutputs {
 // remembered positions. Must be safe to call from several threads.
 using GraphFactory = std::function<ir::Graph(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs)>;
 
+// A segment's plan and what it binds.
+struct SegmentPlan {
+  std::unique_ptr<TensorMap> weights;  // the model's plus folded constants; outlives `graph`, never moves
+  std::unique_ptr<CompiledGraph> graph;
+};
+
 class CompiledModel {
  public:
   CompiledModel(ModelInfo info, TensorMap weights, std::shared_ptr<Executor> executor, GraphFactory factory)
@@ -74,6 +80,8 @@ class CompiledModel {
   ir::Graph buildGraph(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) const {
     return factory_(qlen, mlen, outputs);
   }
+  // Builds, folds and compiles the graph of one segment (what a Session caches per shape).
+  SegmentPlan compileSegment(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) const;
   // Constant values (folded at plan-compile time) shared by every plan.
   ConstantCache& constants() const { return constants_; }
   // The memory slots of this model's graphs (built once, from a one-token graph).
@@ -113,6 +121,8 @@ class Session {
   // Rows of state moved so far by the session itself (window compaction,
   // growth, and the copies of the literal mem_write form), over all slots.
   std::uint64_t stateRowsMoved() const { return rowsMoved_; }
+  // Bytes of the state windows (every slot's buffer at its current capacity).
+  std::size_t stateBytes() const;
 
   // The state as named tensors ("mem.<slot>" f32[mlen, batch, width]), and
   // back. loadState checks the slots and shapes against the model
@@ -135,11 +145,7 @@ class Session {
   ir::Tensor rows(std::size_t index, std::int64_t first, std::int64_t count) const;
 
   std::shared_ptr<const CompiledModel> model_;
-  struct Plan {
-    std::unique_ptr<TensorMap> weights;  // the model's plus folded constants; outlives `graph`, never moves
-    std::unique_ptr<CompiledGraph> graph;
-  };
-  std::map<std::tuple<std::int64_t, std::int64_t, SegmentOutputs>, Plan> plans_;
+  std::map<std::tuple<std::int64_t, std::int64_t, SegmentOutputs>, SegmentPlan> plans_;
   std::vector<ir::Tensor> buffers_;  // per layout slot, f32[capacity_, row shape]
   std::int64_t capacity_ = 0;
   std::int64_t start_ = 0;           // the memory is rows [start_, start_ + mlen_)

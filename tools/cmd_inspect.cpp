@@ -2,6 +2,7 @@
 //
 //   txlc inspect spec.json --stage optimized --format dot > g.dot
 //   txlc inspect spec.json --stats [--format json] [--qlen 80 --mlen 2100] [--passes LIST | --disable-pass NAME]
+//   txlc inspect spec.json --memory-plan [--format json]
 //
 // MODEL is a spec file or a model directory. Graphs need no weights: the spec
 // alone is read unless --weights or --random-weights asks for the model to be
@@ -17,11 +18,21 @@
 // every segment; the optimized one with constant subgraphs hoisted to plan
 // compile time, as the backend runs it), then the fusion report from the
 // passes' remarks.
+//
+// --memory-plan compiles the segment `txlc score` runs in the steady state
+// (qlen tokens against mlen remembered positions, the NLL of every position)
+// with the oneDNN executor and prints its arena plan (backend/memory_plan.h):
+// every buffer's offset, size and live steps, the arena against the sum
+// without reuse and the lower bound, and the bytes outside the arena (state
+// windows, weights, constants). A spec file without --weights is planned
+// with seeded random weights: the plan depends on shapes only.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <nlohmann/json.hpp>
 
+#include "backend/onednn_executor.h"
 #include "backend/onednn_target_info.h"
 #include "frontend/model_loader.h"
 #include "ir/check.h"
@@ -40,7 +51,7 @@ namespace {
 
 struct Options {
   std::string model, weights, stage = "optimized", format = "text";
-  bool randomWeights = false, stats = false;
+  bool randomWeights = false, stats = false, memoryPlan = false;
   std::uint64_t seed = 0;
   std::int64_t batch = 1;
   std::optional<std::int64_t> qlen, mlen;
@@ -89,14 +100,83 @@ void printStatsText(const GraphStats& in, const GraphStats& opt, const std::vect
     std::printf("  %s %s: %s\n", r.applied ? "applied" : "skipped", r.pass.c_str(), r.message.c_str());
 }
 
+std::string mib(std::size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+int printMemoryPlan(const Options& o, const ModelOptions& options) {
+  if (options.backend != "onednn") throw Error("--memory-plan: plans are made by the onednn backend, not '" + options.backend + "'");
+  namespace fs = std::filesystem;
+  SourceOptions so;
+  if (!o.weights.empty()) so.weights = o.weights;
+  so.randomWeights = o.randomWeights;
+  so.seed = o.seed;
+  if (!looksLikeArtifact(o.model) && !fs::is_directory(o.model) && o.weights.empty() && !o.randomWeights) {
+    so.randomWeights = true;
+    std::cerr << "txlc: planning " << o.model << " with random weights (a plan depends on shapes only)\n";
+  }
+  const ModelSource m = openModelSource(o.model, so);
+  RunFlags flags;
+  flags.batch = o.batch;
+  flags.qlen = o.qlen;
+  const ResolvedSetting setting = resolveSetting(m, flags);
+  const std::int64_t mlen = o.mlen.value_or(setting.memLen);
+  if (mlen < 0 || mlen > setting.memLen)
+    throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(setting.memLen) + "], got " +
+                std::to_string(mlen));
+  auto model = compileSource(m, setting, options);
+  backend::SegmentPlan segment = model->compileSegment(setting.qlen, mlen, backend::SegmentOutputs{false, true});
+  const auto* plan = dynamic_cast<const backend::OnednnCompiledGraph*>(segment.graph.get());
+  TXL_CHECK(plan != nullptr, "the onednn executor made no oneDNN plan");
+  const backend::MemoryPlan& mp = plan->memoryPlan();
+  const std::size_t state = backend::Session(model).stateBytes();
+  std::size_t weights = 0, constants = model->constants().bytes() + plan->constantBytes();
+  std::set<const void*> seen;  // tied weights share a buffer
+  for (const auto& [name, t] : model->weights())
+    if (seen.insert(t.raw()).second) weights += t.bytes();
+  const double ratio = mp.lowerBoundBytes > 0 ? double(mp.arenaBytes) / mp.lowerBoundBytes : 1.0;
+
+  if (o.format == "json") {
+    nlohmann::json buffers = nlohmann::json::array();
+    for (const auto& b : mp.buffers)
+      buffers.push_back({{"label", b.request.label}, {"bytes", b.request.bytes}, {"size", b.size}, {"offset", b.offset},
+                         {"first_step", b.request.first}, {"last_step", b.request.last}});
+    nlohmann::json j = {{"qlen", setting.qlen}, {"mlen", mlen}, {"batch", setting.settings.batch},
+                        {"steps", plan->steps().size()}, {"arena_bytes", mp.arenaBytes},
+                        {"no_reuse_bytes", mp.noReuseBytes}, {"lower_bound_bytes", mp.lowerBoundBytes},
+                        {"arena_over_lower_bound", ratio}, {"state_bytes", state}, {"weights_bytes", weights},
+                        {"constant_bytes", constants}, {"buffers", buffers}};
+    std::cout << j.dump(2) << std::endl;
+    return kExitOk;
+  }
+  std::printf("memory plan of a segment of %lld tokens against %lld remembered positions, batch %lld\n",
+              (long long)setting.qlen, (long long)mlen, (long long)setting.settings.batch);
+  std::printf("  %-12s %12s  (%.3fx the lower bound)\n", "arena", mib(mp.arenaBytes).c_str(), ratio);
+  std::printf("  %-12s %12s  (most bytes live at one step)\n", "lower bound", mib(mp.lowerBoundBytes).c_str());
+  std::printf("  %-12s %12s  (every buffer apart)\n", "no reuse", mib(mp.noReuseBytes).c_str());
+  std::printf("  %-12s %12s  (recurrent memory windows)\n", "state", mib(state).c_str());
+  std::printf("  %-12s %12s\n", "weights", mib(weights).c_str());
+  std::printf("  %-12s %12s  (folded constants, blocked weight copies, tables)\n", "constants", mib(constants).c_str());
+  std::printf("\n%12s %12s %6s %6s  %s\n", "offset", "bytes", "first", "last", "buffer");
+  for (const auto& b : mp.buffers)
+    std::printf("%12zu %12zu %6zu %6zu  %s\n", b.offset, b.request.bytes, b.request.first, b.request.last,
+                b.request.label.c_str());
+  return kExitOk;
+}
+
 int run(const Options& o) {
   if (o.stage != "input" && o.stage != "optimized")
     throw Error("--stage: expected 'input' or 'optimized', got '" + o.stage + "'");
   if (o.format != "text" && o.format != "json" && o.format != "dot")
     throw Error("--format: expected 'text', 'json' or 'dot', got '" + o.format + "'");
   if (o.stats && o.format == "dot") throw Error("--stats prints text or json, not dot");
+  if (o.memoryPlan && o.format == "dot") throw Error("--memory-plan prints text or json, not dot");
+  if (o.memoryPlan && o.stats) throw Error("--memory-plan and --stats are separate reports: give one");
   if (o.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(o.batch));
   ModelOptions options = o.pipeline.resolve();
+  if (o.memoryPlan) return printMemoryPlan(o, options);
   const frontend::ModelSpec spec = loadSpec(o);
   frontend::SegmentShape shape = frontend::defaultShape(spec, o.batch, o.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1)),
                                                         o.mlen.value_or(spec.mem_len));
@@ -144,6 +224,8 @@ void registerInspect(CLI::App& app, Action& action) {
   cmd->add_option("--stage", o->stage, "input (the literal graph) or optimized (default)");
   cmd->add_option("--format", o->format, "text (default), json or dot");
   cmd->add_flag("--stats", o->stats, "ops per kind, FLOPs and bytes per segment before and after, and the fusions");
+  cmd->add_flag("--memory-plan", o->memoryPlan,
+                "the arena plan of a steady-state segment: buffers, arena, lower bound, state and weight bytes");
   cmd->add_option("--qlen", o->qlen, "segment length (default: the spec's tgt_len)");
   cmd->add_option("--mlen", o->mlen, "remembered positions (default: the spec's mem_len)");
   cmd->add_option("--batch", o->batch, "batch size (default 1)");
