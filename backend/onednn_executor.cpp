@@ -25,6 +25,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "backend/library_calls.h"
 #include "backend/memory_plan.h"
 #include "backend/onednn_lowering.h"
 #include "ir/check.h"
@@ -335,18 +336,24 @@ const TensorMap& OnednnPlan::run(const TensorMap& inputs) {
   try {
     for (std::size_t b = 0; b < plan_.inputBindings; ++b) {
       const onednn::Binding& bind = plan_.bindings[b];
+      LibraryCall call;
       bind.mem.set_data_handle(static_cast<char*>(plan_.buffers[bind.buffer].ptr) + bind.offset);
     }
     if (profiling_) runProfiled(i);
     for (; i < plan_.steps.size(); ++i) {
       onednn::Step& s = plan_.steps[i];
       if (s.primitive) {
+        LibraryCall call;
         s.primitive->execute(plan_.stream, s.args);
       } else {
-        plan_.stream.wait();
+        {
+          LibraryCall call;
+          plan_.stream.wait();
+        }
         s.kernel();
       }
     }
+    LibraryCall call;
     plan_.stream.wait();
   } catch (const dnnl::error& e) {
     std::string where = i < plan_.info.size() ? plan_.info[i].op + " (node " + std::to_string(plan_.info[i].node) + ")"

@@ -28,8 +28,25 @@ ir::Shape withRows(const SlotLayout& slot, std::int64_t rows) {
 Session::Session(std::shared_ptr<const CompiledModel> model) : model_(std::move(model)) {
   const ModelInfo& info = model_->info();
   capacity_ = info.memLen > 0 ? 2 * info.memLen + std::max<std::int64_t>(info.qlen, 1) : 0;
-  for (const SlotLayout& slot : layout())
+  for (const SlotLayout& slot : layout()) {
     buffers_.push_back(ir::Tensor::zeros({ir::DType::F32, withRows(slot, capacity_)}));
+    slotNames_.push_back(memName(slot.slot));
+    slotTypes_.push_back({ir::DType::F32, withRows(slot, 0)});
+  }
+}
+
+char* Session::rowPtr(std::size_t index, std::int64_t first) {
+  return static_cast<char*>(buffers_[index].raw()) + rowBytes(index, first);
+}
+
+std::size_t Session::rowBytes(std::size_t index, std::int64_t count) const {
+  return std::size_t(count) * std::size_t(rowElements(layout()[index])) * sizeof(float);
+}
+
+void Session::bindRows(std::size_t index, std::int64_t first, std::int64_t count) {
+  ir::TensorType& type = slotTypes_[index];
+  type.shape[0] = count;
+  inputs_[slotNames_[index]].assignView(type, rowPtr(index, first));
 }
 
 void Session::reset() {
@@ -99,7 +116,7 @@ void Session::ensureRoom(std::int64_t klen) {
     capacity_ = capacity;
   } else {  // move the memory to the front of each window
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
-      std::memmove(buffers_[i].raw(), rows(i, start_, mlen_).raw(), rows(i, start_, mlen_).bytes());
+      std::memmove(buffers_[i].raw(), rowPtr(i, start_), rowBytes(i, mlen_));
       rowsMoved_ += mlen_;
     }
   }
@@ -124,12 +141,9 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
   if (info.memLen > 0) ensureRoom(klen);
   inputs_["tokens"] = tokens;
   if (targets) inputs_["targets"] = *targets;
-  else inputs_.erase("targets");
   for (std::size_t i = 0; i < layout().size(); ++i) {
-    const std::string name = memName(layout()[i].slot);
-    if (layout()[i].windowed) inputs_[name] = rows(i, start_, klen);
-    else if (mlen_ > 0) inputs_[name] = rows(i, start_, mlen_);
-    else inputs_.erase(name);
+    if (layout()[i].windowed) bindRows(i, start_, klen);
+    else if (mlen_ > 0) bindRows(i, start_, mlen_);  // a plan for mlen 0 reads no memory
   }
   const TensorMap& out = p.run(inputs_);
 
@@ -140,9 +154,9 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
     const std::int64_t newStart = start_ + klen - newMlen;
     for (std::size_t i = 0; i < layout().size(); ++i) {
       if (layout()[i].windowed) continue;
-      const ir::Tensor& fresh = out.at(memName(layout()[i].slot));
+      const ir::Tensor& fresh = out.at(slotNames_[i]);
       TXL_CHECK(fresh.shape()[0] == newMlen, "memory update of unexpected length");
-      std::memmove(rows(i, newStart, newMlen).raw(), fresh.raw(), fresh.bytes());
+      std::memmove(rowPtr(i, newStart), fresh.raw(), fresh.bytes());
       rowsMoved_ += newMlen;
     }
     start_ = newStart;

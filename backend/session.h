@@ -13,7 +13,8 @@
 // segment and advances the memory exactly as the reference: empty at the
 // start, afterwards the last min(mem_len, mlen + qlen) positions. Plans for
 // the shapes a stream meets (warm-up segments, a shorter last segment) are
-// built on first use and cached in the session.
+// built on first use and cached in the session. Once every shape a stream
+// meets has its plan, forward() allocates nothing of its own.
 //
 // Each slot lives in a window buffer of `capacity` positions: the memory is
 // rows [start, start + mlen). A windowed slot's plan appends the segment's
@@ -143,6 +144,10 @@ class Session {
   // front, or grows the buffers.
   void ensureRoom(std::int64_t klen);
   ir::Tensor rows(std::size_t index, std::int64_t first, std::int64_t count) const;
+  char* rowPtr(std::size_t index, std::int64_t first);          // row `first` of slot `index`'s window
+  std::size_t rowBytes(std::size_t index, std::int64_t count) const;  // bytes of `count` rows of it
+  // Points the input of slot `index` at `count` rows from `first`, without allocating.
+  void bindRows(std::size_t index, std::int64_t first, std::int64_t count);
 
   std::shared_ptr<const CompiledModel> model_;
   std::map<std::tuple<std::int64_t, std::int64_t, SegmentOutputs>, SegmentPlan> plans_;
@@ -152,7 +157,12 @@ class Session {
   std::int64_t mlen_ = 0;
   std::uint64_t rowsMoved_ = 0;
   CompiledGraph* lastPlan_ = nullptr;
-  TensorMap inputs_;                // reused across forwards
+  // The inputs of the last forward, updated in place: once a stream is warm,
+  // forward() allocates nothing (tests/session/no_allocation_test.cpp). An
+  // entry a plan does not take ("targets" of a plan without NLL) is ignored.
+  TensorMap inputs_;
+  std::vector<std::string> slotNames_;     // "mem.<slot>" per layout slot
+  std::vector<ir::TensorType> slotTypes_;  // per layout slot, the row count set per use
 };
 
 }  // namespace txl::backend

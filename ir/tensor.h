@@ -44,6 +44,15 @@ class Tensor {
     return {data<T>(), static_cast<std::size_t>(numel())};
   }
 
+  // Makes this tensor an unowned view of `data` with `type`, reusing its
+  // shape's storage: no allocation unless the rank grows (for hot loops).
+  void assignView(const TensorType& type, void* data) {
+    type_.dtype = type.dtype;
+    type_.shape.assign(type.shape.begin(), type.shape.end());
+    data_ = data;
+    owner_.reset();
+  }
+
   // Same buffer, another shape with the same element count.
   Tensor reshaped(Shape shape) const;
 
