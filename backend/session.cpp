@@ -1,6 +1,7 @@
 // backend/session.cpp - Session: plans per shape, and the recurrent memory in windows.
 #include "backend/session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ir/check.h"
@@ -8,7 +9,7 @@
 namespace txl::backend {
 
 const std::vector<SlotLayout>& CompiledModel::stateLayout() const {
-  std::call_once(layoutOnce_, [this] { layout_ = backend::stateLayout(factory_(1, 0, SegmentOutputs{false, false})); });
+  std::call_once(layoutOnce_, [this] { layout_ = backend::stateLayout(factory_(SegmentKey{1, 0, SegmentOutputs{false, false}, false})); });
   return layout_;
 }
 
@@ -28,6 +29,7 @@ ir::Shape withRows(const SlotLayout& slot, std::int64_t rows) {
 Session::Session(std::shared_ptr<const CompiledModel> model) : model_(std::move(model)) {
   const ModelInfo& info = model_->info();
   capacity_ = info.memLen > 0 ? 2 * info.memLen + std::max<std::int64_t>(info.qlen, 1) : 0;
+  start_ = info.memLen;
   for (const SlotLayout& slot : layout()) {
     buffers_.push_back(ir::Tensor::zeros({ir::DType::F32, withRows(slot, capacity_)}));
     slotNames_.push_back(memName(slot.slot));
@@ -51,7 +53,7 @@ void Session::bindRows(std::size_t index, std::int64_t first, std::int64_t count
 
 void Session::reset() {
   mlen_ = 0;
-  start_ = 0;
+  start_ = model_->info().memLen;
 }
 
 ir::Tensor Session::rows(std::size_t index, std::int64_t first, std::int64_t count) const {
@@ -67,19 +69,18 @@ ir::Tensor Session::memory(std::int64_t slot) const {
   throw Error("the model has no memory slot " + std::to_string(slot));
 }
 
-SegmentPlan CompiledModel::compileSegment(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) const {
-  FoldedGraph folded = foldConstants(buildGraph(qlen, mlen, outputs), weights(), constants(), executor());
-  TXL_CHECK(backend::stateLayout(folded.graph) == stateLayout() || mlen == 0 || info().memLen == 0,
+SegmentPlan CompiledModel::compileSegment(const SegmentKey& key) const {
+  FoldedGraph folded = foldConstants(buildGraph(key), weights(), constants(), executor());
+  TXL_CHECK(backend::stateLayout(folded.graph) == stateLayout() || key.mlen == 0 || info().memLen == 0,
             "a segment graph's memory slots differ from the model's");
   SegmentPlan plan{std::make_unique<TensorMap>(std::move(folded.weights)), nullptr};
   plan.graph = executor().compile(folded.graph, *plan.weights);
   return plan;
 }
 
-CompiledGraph& Session::plan(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) {
-  auto key = std::make_tuple(qlen, mlen, outputs);
+CompiledGraph& Session::plan(const SegmentKey& key) {
   auto it = plans_.find(key);
-  if (it == plans_.end()) it = plans_.emplace(key, model_->compileSegment(qlen, mlen, outputs)).first;
+  if (it == plans_.end()) it = plans_.emplace(key, model_->compileSegment(key)).first;
   return *it->second.graph;
 }
 
@@ -105,22 +106,23 @@ void Session::checkIds(const ir::Tensor& ids, const char* what, std::int64_t qle
 void Session::ensureRoom(std::int64_t klen) {
   if (start_ + klen <= capacity_) return;
   const ModelInfo& info = model_->info();
-  if (klen > capacity_) {  // a segment longer than the windows were sized for: grow once
+  const std::int64_t dest = info.memLen - mlen_;  // room for a warm-up plan's padding rows
+  if (dest + klen > capacity_) {  // a segment longer than the windows were sized for: grow once
     std::int64_t capacity = 2 * info.memLen + klen;
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
       ir::Tensor grown = ir::Tensor::zeros({ir::DType::F32, withRows(layout()[i], capacity)});
-      std::memcpy(grown.raw(), rows(i, start_, mlen_).raw(), rows(i, start_, mlen_).bytes());
+      std::memcpy(static_cast<char*>(grown.raw()) + rowBytes(i, dest), rowPtr(i, start_), rowBytes(i, mlen_));
       buffers_[i] = grown;
       rowsMoved_ += mlen_;
     }
     capacity_ = capacity;
-  } else {  // move the memory to the front of each window
+  } else {  // move the memory towards the front of each window
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
-      std::memmove(buffers_[i].raw(), rowPtr(i, start_), rowBytes(i, mlen_));
+      std::memmove(rowPtr(i, dest), rowPtr(i, start_), rowBytes(i, mlen_));
       rowsMoved_ += mlen_;
     }
   }
-  start_ = 0;
+  start_ = dest;
 }
 
 ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targets, bool logprob) {
@@ -133,17 +135,27 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
       throw Error("targets: expected the shape of tokens " + ir::shapeStr(tokens.shape()) + ", got " +
                   ir::shapeStr(targets->shape()));
   }
-  SegmentOutputs outputs{logprob, targets != nullptr};
-  CompiledGraph& p = plan(qlen, mlen_, outputs);
+  // A warm-up segment runs the padded plan of mlen = mem_len: the `pad`
+  // rows before the memory are masked.
+  const bool padded = info.padWarmup && mlen_ < info.memLen;
+  const std::int64_t planMlen = padded ? info.memLen : mlen_, pad = planMlen - mlen_;
+  CompiledGraph& p = plan(SegmentKey{qlen, planMlen, SegmentOutputs{logprob, targets != nullptr}, padded});
   lastPlan_ = &p;  // for profilers (Session::lastPlan)
 
   const std::int64_t klen = mlen_ + qlen;
   if (info.memLen > 0) ensureRoom(klen);
   inputs_["tokens"] = tokens;
   if (targets) inputs_["targets"] = *targets;
+  if (padded) {
+    if (padMask_.numel() != planMlen + qlen) padMask_ = ir::Tensor::zeros({ir::DType::F32, {planMlen + qlen}});
+    float* m = padMask_.data<float>();
+    std::fill(m, m + pad, 1.0f);
+    std::fill(m + pad, m + planMlen + qlen, 0.0f);
+    inputs_["pad_mask"] = padMask_;
+  }
   for (std::size_t i = 0; i < layout().size(); ++i) {
-    if (layout()[i].windowed) bindRows(i, start_, klen);
-    else if (mlen_ > 0) bindRows(i, start_, mlen_);  // a plan for mlen 0 reads no memory
+    if (layout()[i].windowed) bindRows(i, start_ - pad, planMlen + qlen);
+    else if (planMlen > 0) bindRows(i, start_ - pad, planMlen);  // a plan for mlen 0 reads no memory
   }
   const TensorMap& out = p.run(inputs_);
 
@@ -154,9 +166,11 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
     const std::int64_t newStart = start_ + klen - newMlen;
     for (std::size_t i = 0; i < layout().size(); ++i) {
       if (layout()[i].windowed) continue;
+      // The plan keeps the last min(mem_len, planMlen + qlen) rows; padding comes first.
       const ir::Tensor& fresh = out.at(slotNames_[i]);
-      TXL_CHECK(fresh.shape()[0] == newMlen, "memory update of unexpected length");
-      std::memmove(rowPtr(i, newStart), fresh.raw(), fresh.bytes());
+      TXL_CHECK(fresh.shape()[0] == std::min(info.memLen, planMlen + qlen), "memory update of unexpected length");
+      std::memmove(rowPtr(i, newStart), static_cast<const char*>(fresh.raw()) + rowBytes(i, fresh.shape()[0] - newMlen),
+                   rowBytes(i, newMlen));
       rowsMoved_ += newMlen;
     }
     start_ = newStart;
@@ -192,12 +206,12 @@ void Session::loadState(const TensorMap& state) {
     mlen = shape[0];
   }
   if (state.size() != layout().size()) throw Error("state: holds tensors this model does not have");
+  mlen_ = std::max<std::int64_t>(mlen, 0);
+  start_ = info.memLen - mlen_;  // room for a warm-up plan's padding before it
   for (std::size_t i = 0; i < layout().size(); ++i) {
     const ir::Tensor& t = state.at(memName(layout()[i].slot));
-    std::memcpy(buffers_[i].raw(), t.raw(), t.bytes());
+    std::memcpy(rowPtr(i, start_), t.raw(), t.bytes());
   }
-  start_ = 0;
-  mlen_ = std::max<std::int64_t>(mlen, 0);
 }
 
 }  // namespace txl::backend

@@ -17,7 +17,11 @@
 // meets has its plan, forward() allocates nothing of its own.
 //
 // Each slot lives in a window buffer of `capacity` positions: the memory is
-// rows [start, start + mlen). A windowed slot's plan appends the segment's
+// rows [start, start + mlen), with at least mem_len - mlen rows before it, so
+// that a warm-up segment can run the padded plan of mlen = mem_len over rows
+// [start - (mem_len - mlen), start + mlen + qlen), the padding masked
+// (SegmentKey::padded; their contents are finite leftovers or zeros, never
+// read into a result). A windowed slot's plan appends the segment's
 // rows right behind it, attention reads [memory | segment] in place, and the
 // session only moves `start`; when the window reaches the end of the buffer
 // the memory is moved to the front once. With capacity 2·mem_len + qlen that
@@ -51,6 +55,9 @@ struct ModelInfo {
   std::int64_t memLen = 0;  // memory kept after each segment
   std::int64_t batch = 1;
   std::int64_t qlen = 1;    // the usual segment length (sizes the state windows)
+  // Warm-up segments (mlen < memLen) run the padded graph of mlen = memLen
+  // (frontend::SegmentShape::padded): one plan per qlen, not one per mlen.
+  bool padWarmup = false;
 };
 
 // What one segment graph computes besides the hidden state.
@@ -60,9 +67,19 @@ struct SegmentOutputs {
   friend auto operator<=>(const SegmentOutputs&, const SegmentOutputs&) = default;
 };
 
-// Builds the (optimized) graph of one segment: qlen tokens against mlen
-// remembered positions. Must be safe to call from several threads.
-using GraphFactory = std::function<ir::Graph(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs)>;
+// One segment graph: qlen tokens against mlen remembered positions, of which
+// the first may be padding when `padded` (masked by the input "pad_mask"
+// f32[mlen + qlen], 1 for a padding key).
+struct SegmentKey {
+  std::int64_t qlen = 1;
+  std::int64_t mlen = 0;
+  SegmentOutputs outputs;
+  bool padded = false;
+  friend auto operator<=>(const SegmentKey&, const SegmentKey&) = default;
+};
+
+// Builds the (optimized) graph of one segment. Must be safe to call from several threads.
+using GraphFactory = std::function<ir::Graph(const SegmentKey& key)>;
 
 // A segment's plan and what it binds.
 struct SegmentPlan {
@@ -78,11 +95,9 @@ class CompiledModel {
   const ModelInfo& info() const { return info_; }
   const TensorMap& weights() const { return weights_; }
   Executor& executor() const { return *executor_; }
-  ir::Graph buildGraph(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) const {
-    return factory_(qlen, mlen, outputs);
-  }
+  ir::Graph buildGraph(const SegmentKey& key) const { return factory_(key); }
   // Builds, folds and compiles the graph of one segment (what a Session caches per shape).
-  SegmentPlan compileSegment(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs) const;
+  SegmentPlan compileSegment(const SegmentKey& key) const;
   // Constant values (folded at plan-compile time) shared by every plan.
   ConstantCache& constants() const { return constants_; }
   // The memory slots of this model's graphs (built once, from a one-token graph).
@@ -138,7 +153,7 @@ class Session {
   const CompiledModel& model() const { return *model_; }
 
  private:
-  CompiledGraph& plan(std::int64_t qlen, std::int64_t mlen, SegmentOutputs outputs);
+  CompiledGraph& plan(const SegmentKey& key);
   void checkIds(const ir::Tensor& ids, const char* what, std::int64_t qlen) const;
   // Makes room for a window of klen rows at start_: moves the memory to the
   // front, or grows the buffers.
@@ -150,10 +165,10 @@ class Session {
   void bindRows(std::size_t index, std::int64_t first, std::int64_t count);
 
   std::shared_ptr<const CompiledModel> model_;
-  std::map<std::tuple<std::int64_t, std::int64_t, SegmentOutputs>, SegmentPlan> plans_;
+  std::map<SegmentKey, SegmentPlan> plans_;
   std::vector<ir::Tensor> buffers_;  // per layout slot, f32[capacity_, row shape]
   std::int64_t capacity_ = 0;
-  std::int64_t start_ = 0;           // the memory is rows [start_, start_ + mlen_)
+  std::int64_t start_ = 0;           // the memory is rows [start_, start_ + mlen_); start_ >= memLen - mlen_
   std::int64_t mlen_ = 0;
   std::uint64_t rowsMoved_ = 0;
   CompiledGraph* lastPlan_ = nullptr;
@@ -163,6 +178,7 @@ class Session {
   TensorMap inputs_;
   std::vector<std::string> slotNames_;     // "mem.<slot>" per layout slot
   std::vector<ir::TensorType> slotTypes_;  // per layout slot, the row count set per use
+  ir::Tensor padMask_;                     // "pad_mask" of the last padded segment
 };
 
 }  // namespace txl::backend

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "ir/check.h"
@@ -39,6 +40,7 @@ class Builder {
     if (s_.attn_type == 2) h = add(h, reshape(slice(pos, 0, sh_.mlen, sh_.klen()), {sh_.qlen, 1, s_.d_model}));
     Node mask = g_.add(OpKind::AttnMask, {}, {{"qlen", sh_.qlen}, {"mlen", sh_.mlen}, {"mem_len", sh_.memLen},
                                               {"same_length", sh_.sameLength}});
+    if (sh_.padded) padMask_ = g_.addInput("pad_mask", {DType::F32, {sh_.klen()}});
     for (std::int64_t l = 0; l <= s_.n_layer; ++l) {
       Node mem = memory(l, h);
       if (l == s_.n_layer) break;
@@ -145,6 +147,8 @@ class Builder {
     const std::int64_t H = s_.n_head, D = s_.d_head, q = sh_.qlen, B = sh_.batch;
     Node scaled = scale(scores, 1.0 / std::sqrt(double(D)));
     Node masked = g_.add(OpKind::MaskedFill, {scaled, mask}, {{"value", -std::numeric_limits<double>::infinity()}});
+    if (padMask_)
+      masked = g_.add(OpKind::MaskedFill, {masked, *padMask_}, {{"value", -std::numeric_limits<double>::infinity()}});
     Node prob = g_.add(OpKind::Softmax, {masked}, {{"axis", std::int64_t(3)}});
     Node vec = matmul(prob, values, false);                       // [B, H, q, D]
     Node flat = reshape(permute(vec, {2, 0, 1, 3}), {q, B, H * D});  // [q, B, H*D]
@@ -245,6 +249,7 @@ class Builder {
   const ModelSpec& s_;
   SegmentShape sh_;
   ir::Graph g_;
+  std::optional<Node> padMask_;  // the "pad_mask" input of a padded segment
 };
 
 }  // namespace
@@ -257,6 +262,8 @@ ir::Graph buildSegmentGraph(const ModelSpec& spec, const SegmentShape& shape, co
     bad("mlen must be in [0, mem_len " + std::to_string(shape.memLen) + "], got " + std::to_string(shape.mlen));
   if (shape.sameLength && shape.memLen == 0) bad("same_length needs mem_len > 0 (every key would be masked)");
   if (spec.attn_type == 2 && shape.memLen > 0) bad("attn_type 2 with mem_len > 0 is not supported");
+  if (shape.padded && (spec.attn_type != 0 || shape.mlen == 0))
+    bad("a padded segment needs attn_type 0 and mlen > 0");
   return Builder(spec, shape).build(outputs);
 }
 

@@ -32,6 +32,12 @@ struct SegmentShape {
   std::int64_t memLen = 0;      // mem_len in force (memory kept after the segment)
   std::int64_t clampLen = -1;   // clamp_len in force
   bool sameLength = false;
+  // The first of the mlen remembered positions may be padding: a run-time
+  // input "pad_mask" f32[klen] (1: a padding key) masks them after the
+  // attention mask. A session runs every warm-up segment (fewer than mem_len
+  // positions remembered) on the padded graph of mlen = mem_len, one plan
+  // per qlen instead of one per (qlen, mlen) (docs/MEMORY.md).
+  bool padded = false;
   std::int64_t klen() const { return mlen + qlen; }
 };
 

@@ -78,6 +78,7 @@ nlohmann::json manifestJson(const Artifact& a, const WeightLayout& layout) {
                       {"mlen", g.mlen},
                       {"logprob", g.logprob},
                       {"nll", g.nll},
+                      {"padded", g.padded},
                       {"role", g.role},
                       {"hash", hex64(g.hash)},
                       {"graph", g.graph}});
@@ -255,6 +256,7 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     sg.mlen = r.integer(g, ptr, "mlen");
     sg.logprob = r.boolean(g, ptr, "logprob");
     sg.nll = r.boolean(g, ptr, "nll");
+    sg.padded = r.boolean(g, ptr, "padded");
     sg.role = r.string(g, ptr, "role");
     sg.graph = r.at(g, ptr, "graph");
     sg.hash = contentHash(sg.graph.dump().data(), sg.graph.dump().size());

@@ -31,7 +31,7 @@
 namespace txl::tools {
 
 inline constexpr char kArtifactMagic[8] = {'T', 'X', 'L', 'C', 'A', 'R', 'T', '\0'};
-inline constexpr std::uint32_t kArtifactVersion = 1;
+inline constexpr std::uint32_t kArtifactVersion = 2;  // 2: padded warm-up graphs
 inline constexpr std::size_t kArtifactHeaderBytes = 64;
 inline constexpr const char* kTxlcVersion = "0.1.0";
 
@@ -49,7 +49,8 @@ struct ArtifactSetting {
 struct StoredGraph {
   std::int64_t qlen = 0, mlen = 0;
   bool logprob = false, nll = false;
-  std::string role;       // "score", "score-warmup", "step": why it is stored
+  bool padded = false;    // the padded warm-up graph (backend::SegmentKey::padded)
+  std::string role;       // "score", "score-warmup", "step", "step-warmup": why it is stored
   nlohmann::json graph;   // txlc-graph/1
   std::uint64_t hash = 0; // ContentHash of graph.dump()
 };

@@ -315,7 +315,7 @@ BenchReport runBench(const BenchOptions& o) {
   r.tokensPerS = double(r.batch * r.qlen) / (r.latency.avg / 1e3);
 
   // FLOPs of the first timed shape (the memory may still grow without --prefill).
-  FlopCount flops = countFlops(model->buildGraph(r.qlen, r.mlen, {false, o.nll}));
+  FlopCount flops = countFlops(model->buildGraph({r.qlen, r.mlen, {false, o.nll}, false}));
   r.usefulFlops = flops.useful;
   r.graphFlops = flops.graph;
   r.usefulGflops = flops.useful / (r.latency.avg / 1e3) / 1e9;

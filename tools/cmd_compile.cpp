@@ -71,25 +71,29 @@ int run(const Options& o) {
   a.cpuIsa = cpuName();
   a.weights = m.weights;
 
-  // The shape buckets: the main scoring shape first (qlen, mem_len), then the
-  // warm-up shapes a stream meets before its memory is full, then the
-  // one-token step of generation at full memory.
+  // The shape buckets (docs/ARTIFACT.md): the main scoring shape first
+  // (qlen, mem_len), then what a stream meets before its memory is full (the
+  // padded warm-up graph, or one graph per warm-up mlen for a model that
+  // cannot pad), then generation's one-token step, at full memory and padded.
   struct Bucket {
     std::int64_t qlen, mlen;
-    bool logprob, nll;
+    bool logprob, nll, padded;
     const char* role;
   };
-  std::vector<Bucket> buckets = {{Q, M, false, true, "score"}};
-  for (std::int64_t mlen = 0; mlen < M; mlen = std::min(M, mlen + Q)) buckets.push_back({Q, mlen, false, true, "score-warmup"});
-  buckets.push_back({1, M, true, false, "step"});
+  const bool pad = m.spec.attn_type == 0 && M > 0;
+  std::vector<Bucket> buckets = {{Q, M, false, true, false, "score"}};
+  if (pad) buckets.push_back({Q, M, false, true, true, "score-warmup"});
+  else
+    for (std::int64_t mlen = 0; mlen < M; mlen = std::min(M, mlen + Q))
+      buckets.push_back({Q, mlen, false, true, false, "score-warmup"});
+  buckets.push_back({1, M, true, false, false, "step"});
+  if (pad) buckets.push_back({1, M, true, false, true, "step-warmup"});
   const frontend::SegmentShape base = segmentShape(m.spec, setting.settings);
   for (const Bucket& b : buckets) {
-    frontend::SegmentShape shape = base;
-    shape.qlen = b.qlen;
-    shape.mlen = b.mlen;
     ir::PassContext ctx;
-    ir::Graph g = buildOptimizedGraph(m.spec, shape, {b.logprob, b.nll}, options.pipeline, &ctx);
-    StoredGraph sg{b.qlen, b.mlen, b.logprob, b.nll, b.role, ir::toJson(g), 0};
+    ir::Graph g = buildOptimizedGraph(m.spec, segmentShape(base, {b.qlen, b.mlen, {b.logprob, b.nll}, b.padded}),
+                                      {b.logprob, b.nll}, options.pipeline, &ctx);
+    StoredGraph sg{b.qlen, b.mlen, b.logprob, b.nll, b.padded, b.role, ir::toJson(g), 0};
     const std::string text = sg.graph.dump();
     sg.hash = contentHash(text.data(), text.size());
     a.graphs.push_back(std::move(sg));

@@ -127,7 +127,7 @@ int printMemoryPlan(const Options& o, const ModelOptions& options) {
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(setting.memLen) + "], got " +
                 std::to_string(mlen));
   auto model = compileSource(m, setting, options);
-  backend::SegmentPlan segment = model->compileSegment(setting.qlen, mlen, backend::SegmentOutputs{false, true});
+  backend::SegmentPlan segment = model->compileSegment({setting.qlen, mlen, backend::SegmentOutputs{false, true}, false});
   const auto* plan = dynamic_cast<const backend::OnednnCompiledGraph*>(segment.graph.get());
   TXL_CHECK(plan != nullptr, "the onednn executor made no oneDNN plan");
   const backend::MemoryPlan& mp = plan->memoryPlan();

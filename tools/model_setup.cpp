@@ -66,20 +66,25 @@ void checkMemoryFits(const frontend::ModelSpec& spec, std::int64_t batch, std::i
               gib(ram) + " of RAM");
 }
 
+frontend::SegmentShape segmentShape(const frontend::SegmentShape& base, const backend::SegmentKey& key) {
+  frontend::SegmentShape shape = base;
+  shape.qlen = key.qlen;
+  shape.mlen = key.mlen;
+  shape.padded = key.padded;
+  return shape;
+}
+
 std::shared_ptr<backend::CompiledModel> compileModel(const frontend::ModelSpec& spec, ir::TensorMap weights,
                                                      const RunSettings& settings, const ModelOptions& options) {
   frontend::SegmentShape base = segmentShape(spec, settings);
   if (base.memLen < 0) throw Error("--mem-len: expected a non-negative integer, got " + std::to_string(base.memLen));
   if (base.sameLength && base.memLen == 0) throw Error("--same-length needs a mem_len above 0");
   backend::ModelInfo info{spec.n_layer, spec.d_model, spec.n_token, base.memLen, settings.batch,
-                          settings.qlen.value_or(spec.tgt_len)};
+                          settings.qlen.value_or(spec.tgt_len), spec.attn_type == 0 && base.memLen > 0};
   passes::PipelineOptions pipeline = options.pipeline;
   passes::selectedPasses(pipeline);  // validates the names now, not at the first segment
-  auto factory = [spec, base, pipeline](std::int64_t qlen, std::int64_t mlen, backend::SegmentOutputs outputs) {
-    frontend::SegmentShape shape = base;
-    shape.qlen = qlen;
-    shape.mlen = mlen;
-    return buildOptimizedGraph(spec, shape, {outputs.logprob, outputs.nll}, pipeline);
+  auto factory = [spec, base, pipeline](const backend::SegmentKey& key) {
+    return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline);
   };
   return std::make_shared<backend::CompiledModel>(info, std::move(weights), makeExecutor(options.backend), factory);
 }

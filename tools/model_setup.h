@@ -32,6 +32,8 @@ std::shared_ptr<backend::Executor> makeExecutor(const std::string& name);
 
 // The shape template a setting gives (qlen and mlen are filled in per segment).
 frontend::SegmentShape segmentShape(const frontend::ModelSpec& spec, const RunSettings& settings);
+// The template with one segment's qlen, mlen and padding filled in.
+frontend::SegmentShape segmentShape(const frontend::SegmentShape& base, const backend::SegmentKey& key);
 
 // Builds the graph of one segment and runs the pipeline on it.
 ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const frontend::SegmentShape& shape,

@@ -161,16 +161,18 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
   std::shared_ptr<const Artifact> artifact = m.artifact;
   frontend::ModelSpec spec = m.spec;
   std::string path = m.path;
-  auto factory = [=](std::int64_t qlen, std::int64_t mlen, backend::SegmentOutputs outputs) {
+  auto factory = [=](const backend::SegmentKey& key) {
     if (sameSetting)
       for (const StoredGraph& g : artifact->graphs)
-        if (g.qlen == qlen && g.mlen == mlen && g.logprob == outputs.logprob && g.nll == outputs.nll)
-          return ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(qlen) + " mlen " +
-                                           std::to_string(mlen));
+        if (g.qlen == key.qlen && g.mlen == key.mlen && g.padded == key.padded &&
+            g.logprob == key.outputs.logprob && g.nll == key.outputs.nll)
+          return ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
+                                           std::to_string(key.mlen) + (key.padded ? " padded" : ""));
     std::call_once(verified->once, [&] {
       if (artifact->graphs.empty()) return;
       const StoredGraph& main = artifact->graphs.front();
       frontend::SegmentShape shape = frontend::defaultShape(spec, s.batch, main.qlen, main.mlen);
+      shape.padded = main.padded;
       shape.memLen = s.memLen, shape.clampLen = s.clampLen, shape.sameLength = s.sameLength;
       passes::PipelineOptions quiet = pipeline;
       quiet.manager = {};
@@ -179,10 +181,7 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
         throw Error(path + ": this txlc (" + std::string(kTxlcVersion) + ") rebuilds the artifact's main graph differently from txlc " +
                     artifact->txlcVersion + " that compiled it; recompile the artifact");
     });
-    frontend::SegmentShape shape = base;
-    shape.qlen = qlen;
-    shape.mlen = mlen;
-    return buildOptimizedGraph(spec, shape, {outputs.logprob, outputs.nll}, pipeline);
+    return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline);
   };
   return std::make_shared<backend::CompiledModel>(plain->info(), m.weights, makeExecutor(options.backend), factory);
 }

@@ -249,7 +249,7 @@ std::vector<Row> rows(const std::string& dir) {
        e + "bad.txla: corrupt: checksum … does not match the stored …"},
       {"artifact-version", {{"bad.txla", patched(8, std::string("\x63\0\0\0", 4))}},
        V{"run", "bad.txla", "--tokens", "1"}, 3,
-       e + "bad.txla: artifact format version 99, this txlc reads version 1; recompile it with this txlc"},
+       e + "bad.txla: artifact format version 99, this txlc reads version 2; recompile it with this txlc"},
       {"artifact-not", {{"bad.txla", "hello"}}, V{"run", "bad.txla", "--tokens", "1"}, 3,
        e + "bad.txla: line 1 column 1: syntax error while parsing value - invalid literal; last read: 'h'"},
       {"model-dir-no-config", {}, V{"run", kTests + "/conformance/nomem", "--tokens", "1"}, 3,

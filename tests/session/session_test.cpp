@@ -136,3 +136,75 @@ TEST_CASE("a state for another model is refused with the tensor named") {
   stream(a, 2, 1);
   CHECK_THROWS_WITH(b.loadState(a.saveState()), Catch::Contains("state: tensor 'mem.0': expected f32[mlen <= 6,2,16]"));
 }
+
+namespace {
+
+// The same model with warm-up padding switched off: one plan per (qlen, mlen).
+std::shared_ptr<backend::CompiledModel> unpadded(const std::shared_ptr<backend::CompiledModel>& model) {
+  backend::ModelInfo info = model->info();
+  info.padWarmup = false;
+  std::shared_ptr<backend::Executor> executor(std::shared_ptr<backend::Executor>{}, &model->executor());
+  return std::make_shared<backend::CompiledModel>(info, model->weights(), executor,
+                                                  [model](const backend::SegmentKey& k) { return model->buildGraph(k); });
+}
+
+}  // namespace
+
+TEST_CASE("session: warm-up runs one padded plan per qlen and matches one plan per mlen", "[session]") {
+  for (const bool sameLength : {false, true})
+    for (const std::string form : {"kv", "hidden", "literal"})
+      for (const std::string backend : {"reference", "onednn"}) {
+        INFO(backend << ", " << form << ", same_length " << sameLength);
+        frontend::ModelSpec spec = tinySpec(8);
+        spec.same_length = sameLength;
+        auto model = compile(spec, backend, form == "literal" ? "hidden" : form, form == "literal");
+        REQUIRE(model->info().padWarmup);
+        backend::Session padded(model), plain(unpadded(model));
+        std::mt19937 rng(5);
+        // One-token steps through the whole warm-up, then longer segments
+        // and a restart: mlen takes every value 0..8.
+        std::vector<std::int64_t> lengths(10, 1);
+        lengths.insert(lengths.end(), {3, 2, 5});
+        for (int round = 0; round < 2; ++round) {
+          for (std::int64_t q : lengths) {
+            ir::Tensor tokens = randomIds(rng, q, 2, 37), targets = randomIds(rng, q, 2, 37);
+            auto a = padded.forward(tokens, &targets, true);
+            auto b = plain.forward(tokens, &targets, true);
+            std::vector<float> x(a.nll->span<float>().begin(), a.nll->span<float>().end()),
+                y(b.nll->span<float>().begin(), b.nll->span<float>().end());
+            x.insert(x.end(), a.hidden->span<float>().begin(), a.hidden->span<float>().end());
+            y.insert(y.end(), b.hidden->span<float>().begin(), b.hidden->span<float>().end());
+            REQUIRE(maxRelDiff(x, y) < 1e-5);
+            REQUIRE(padded.mlen() == plain.mlen());
+          }
+          for (const auto& slot : padded.layout()) {
+            const auto m1 = padded.memory(slot.slot), m2 = plain.memory(slot.slot);
+            REQUIRE(m1.type() == m2.type());
+            REQUIRE(std::memcmp(m1.raw(), m2.raw(), m1.bytes()) == 0);  // copies of the same rows
+          }
+          padded.reset();
+          plain.reset();
+        }
+        // qlen 1, 3, 2, 5: a padded plan and a full-memory plan each at most.
+        CHECK(padded.planCount() <= 8);
+        CHECK(plain.planCount() > padded.planCount());
+      }
+}
+
+TEST_CASE("session: a state restored mid warm-up continues like the original", "[session]") {
+  auto model = compile(tinySpec(8), "onednn", "kv");
+  backend::Session a(model), b(model);
+  std::mt19937 rng(9);
+  std::vector<ir::Tensor> tokens;
+  for (int i = 0; i < 8; ++i) tokens.push_back(randomIds(rng, 1 + i % 3, 2, 37));
+  for (int i = 0; i < 3; ++i) a.forward(tokens[i]);
+  REQUIRE(a.mlen() < 8);
+  b.loadState(a.saveState());
+  for (int i = 3; i < 8; ++i) {
+    auto x = a.forward(tokens[i]);
+    std::vector<float> hx(x.hidden->span<float>().begin(), x.hidden->span<float>().end());
+    auto y = b.forward(tokens[i]);
+    std::vector<float> hy(y.hidden->span<float>().begin(), y.hidden->span<float>().end());
+    REQUIRE(hx == hy);
+  }
+}

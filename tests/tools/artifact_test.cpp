@@ -30,7 +30,7 @@ Artifact tinyArtifact() {
   a.passes = {"dce"};
   a.vocabulary = nlohmann::json{{"type", "char"}, {"symbols", {"a"}}};
   a.cpuIsa = "test";
-  StoredGraph g{64, 64, false, true, "score", nlohmann::json{{"format", "txlc-graph/1"}}, 0};
+  StoredGraph g{64, 64, false, true, false, "score", nlohmann::json{{"format", "txlc-graph/1"}}, 0};
   g.hash = contentHash(g.graph.dump().data(), g.graph.dump().size());
   a.graphs.push_back(g);
   return a;
@@ -104,8 +104,10 @@ TEST_CASE("artifact: truncated, corrupt, wrong version, not an artifact", "[arti
   }
   SECTION("another format version") {
     auto bad = bytes;
-    bad[8] = std::byte{2};
-    REQUIRE_THROWS_WITH(parse(bad), "a.txla: artifact format version 2, this txlc reads version 1; recompile it with this txlc");
+    bad[8] = std::byte{kArtifactVersion + 1};
+    REQUIRE_THROWS_WITH(parse(bad), "a.txla: artifact format version " + std::to_string(kArtifactVersion + 1) +
+                                        ", this txlc reads version " + std::to_string(kArtifactVersion) +
+                                        "; recompile it with this txlc");
   }
   SECTION("not an artifact") {
     auto bad = bytes;
