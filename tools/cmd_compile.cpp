@@ -46,8 +46,7 @@ std::string cpuName() {
 int run(const Options& o) {
   const auto start = std::chrono::steady_clock::now();
   applyThreads(o.model.threads);
-  SourceOptions so;
-  if (o.model.weightsOpt && o.model.weightsOpt->count()) so.weights = o.model.weights;
+  SourceOptions so = o.model.sourceOptions();
   so.randomWeights = o.randomWeights;
   so.seed = o.seed;
   ModelSource m = openModelSource(o.model.model, so);

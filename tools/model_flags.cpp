@@ -11,6 +11,9 @@ void ModelFlags::add(CLI::App& cmd, bool withBatch) {
   addModelArgument(cmd, model, "a model directory, a spec file (with --weights) or a compiled artifact");
   if (!embeddedArtifact())
     weightsOpt = cmd.add_option("--weights", weights, "safetensors weights (for a spec file, or to override a directory's)");
+  vocabOpt = cmd.add_option("--vocab", vocab,
+                            "vocabulary: vocab.json (characters) or one symbol per line (words); for a spec file, "
+                            "or to override the model's");
   if (withBatch)
     batchOpt = cmd.add_option("--batch", batch, "independent streams (default: 1, or the artifact's)")->check(positiveInt());
   qlenOpt = cmd.add_option("--qlen", qlen, "tokens per segment (default: the spec's tgt_len, or the artifact's)")
@@ -31,11 +34,16 @@ void applyThreads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
 }
 
-ModelSource ModelFlags::open() const {
-  applyThreads(threads);
+SourceOptions ModelFlags::sourceOptions() const {
   SourceOptions o;
   if (weightsOpt && weightsOpt->count()) o.weights = weights;
-  return openModelSource(model, o);
+  if (vocabOpt && vocabOpt->count()) o.vocab = vocab;
+  return o;
+}
+
+ModelSource ModelFlags::open() const {
+  applyThreads(threads);
+  return openModelSource(model, sourceOptions());
 }
 
 ResolvedSetting ModelFlags::setting(const ModelSource& m) const {

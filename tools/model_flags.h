@@ -1,6 +1,6 @@
 // tools/model_flags.h - the flags every model-running command shares.
 //
-// MODEL (implicit in a standalone executable), --weights, the run setting
+// MODEL (implicit in a standalone executable), --weights, --vocab, the run setting
 // (--batch, --qlen, --mem-len, --clamp-len, --same-length) and the pipeline
 // flags. open() loads the model; setting() resolves the run setting against
 // the model's own (tools/model_source.h).
@@ -17,18 +17,19 @@ namespace txl::tools {
 
 struct ModelFlags {
   std::string model;
-  std::string weights;
+  std::string weights, vocab;
   std::int64_t batch = 1, qlen = 0, memLen = 0, clampLen = -1;
   bool sameLength = false;
   int threads = 1;
   PipelineFlags pipeline;
-  CLI::Option *weightsOpt = nullptr, *batchOpt = nullptr, *qlenOpt = nullptr, *memLenOpt = nullptr,
+  CLI::Option *weightsOpt = nullptr, *vocabOpt = nullptr, *batchOpt = nullptr, *qlenOpt = nullptr, *memLenOpt = nullptr,
               *clampLenOpt = nullptr;
 
   // `withBatch`: the command accepts --batch.
   void add(CLI::App& cmd, bool withBatch = true);
   // Applies --threads, then loads the model.
   ModelSource open() const;
+  SourceOptions sourceOptions() const;  // --weights and --vocab
   ResolvedSetting setting(const ModelSource& m) const;
   ModelOptions options(const ModelSource& m) const;  // checks pipeline flags against an artifact
 };

@@ -47,6 +47,15 @@ void detectEmbeddedArtifact() {
   if (t) embeddedSlot() = EmbeddedArtifact{"/proc/self/exe", t->offset, t->length};
 }
 
+namespace {
+// --vocab: a vocabulary file given on the command line wins over the model's.
+void applyVocabFlag(ModelSource& m, const SourceOptions& options) {
+  if (!options.vocab) return;
+  m.vocabulary = frontend::Vocabulary::load(*options.vocab);
+  checkVocabularySize(*m.vocabulary, m.spec, *options.vocab);
+}
+}  // namespace
+
 ModelSource openModelSource(const std::string& path, const SourceOptions& options) {
   ModelSource m;
   m.path = path;
@@ -66,6 +75,7 @@ ModelSource openModelSource(const std::string& path, const SourceOptions& option
       checkVocabularySize(*m.vocabulary, m.spec, path + ": manifest /vocabulary");
     }
     m.artifact = std::move(a);
+    applyVocabFlag(m, options);
     return m;
   }
   frontend::LoadOptions load;
@@ -79,6 +89,7 @@ ModelSource openModelSource(const std::string& path, const SourceOptions& option
     m.vocabulary = frontend::Vocabulary::load(loaded.vocabPath);
     checkVocabularySize(*m.vocabulary, m.spec, loaded.vocabPath);
   }
+  applyVocabFlag(m, options);
   m.modelId = modelId(m.spec, m.weights);
   return m;
 }
@@ -189,7 +200,7 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
 const frontend::Vocabulary& requireVocabulary(const ModelSource& m, const std::string& what) {
   if (!m.vocabulary)
     throw Error(m.path + ": no vocabulary; " + what +
-                " needs a model directory with vocab.json or vocab.txt, or an artifact compiled from one");
+                " needs --vocab FILE, a model directory with vocab.json or vocab.txt, or an artifact compiled from one");
   return *m.vocabulary;
 }
 

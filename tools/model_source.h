@@ -29,6 +29,7 @@ namespace txl::tools {
 
 struct SourceOptions {
   std::optional<std::string> weights;  // --weights
+  std::optional<std::string> vocab;    // --vocab: replaces the model's vocabulary (or gives one)
   bool randomWeights = false;          // --random-weights
   std::uint64_t seed = 0;
 };
