@@ -5,7 +5,9 @@
 // scale * (ac + bd), which compilers vectorize), then one over the rest. BD
 // is read at an offset of q - 1 - i inside its own row, so the pad / reshape
 // copy of the reference shift never exists, and a masked entry is written
-// from the mask value alone (NaN or garbage in BD cannot leak).
+// from the mask value alone (NaN or garbage in BD cannot leak). With the
+// row softmax fused, the row is normalized right after it is written, while
+// it is in cache (scoreRow).
 //
 // fused_linear is lowerLinear plus a post-op chain: eltwise_relu, then
 // binary_add with the residual as a dense [M, out] src1 (the form oneDNN 2.6
@@ -13,6 +15,9 @@
 #include "backend/onednn_fused.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "backend/onednn_lowering.h"
 #include "ir/check.h"
@@ -21,18 +26,64 @@ namespace txl::backend {
 
 namespace kernels {
 
+namespace {
+
+// One score row: y[j] = value where m[j] != 0, else scale * (a[j] + b[j])
+// (b read for j < covered, else 0); then with `softmax` the row's softmax:
+// its max, exp and sum in one loop (own exp: Cody-Waite reduction and a
+// degree-6 polynomial, 6e-8 relative error, exactly 0 for -inf), the scale
+// by 1 / sum. Cloned for AVX-512 (the rest of txlc targets baseline x86-64).
+__attribute__((target_clones("avx512f", "default"))) void scoreRow(const float* a, const float* b, const float* m,
+                                                                   std::int64_t k, std::int64_t covered, float scale,
+                                                                   float value, bool softmax, float* y) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+#pragma omp simd
+  for (std::int64_t j = 0; j < covered; ++j) y[j] = m[j] != 0.0f ? value : scale * (a[j] + b[j]);
+#pragma omp simd
+  for (std::int64_t j = covered; j < k; ++j) y[j] = m[j] != 0.0f ? value : scale * a[j];
+  if (!softmax) return;
+  float max = kNegInf;
+#pragma omp simd reduction(max : max)
+  for (std::int64_t j = 0; j < k; ++j) max = y[j] > max ? y[j] : max;
+  if (max == kNegInf) {  // every key masked: NaN, as PyTorch's softmax gives
+    for (std::int64_t j = 0; j < k; ++j) y[j] = std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t j = 0; j < k; ++j) {
+    const float x = std::max(y[j] - max, -87.0f);  // x <= 0; below -87 the result is 0 in f32 anyway
+    const float n = std::nearbyint(x * 1.44269504088896341f);
+    const float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // x - n ln 2, in two parts
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
+    float twoN;
+    std::memcpy(&twoN, &bits, sizeof twoN);
+    const float e = y[j] == kNegInf ? 0.0f : p * twoN;
+    y[j] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / sum;
+#pragma omp simd
+  for (std::int64_t j = 0; j < k; ++j) y[j] *= inv;
+}
+
+}  // namespace
+
 void relScores(const float* ac, const float* bd, const float* mask, std::int64_t matrices, std::int64_t q,
-               std::int64_t k, float scale, float value, float* out) {
+               std::int64_t k, float scale, float value, bool softmax, float* out) {
   for (std::int64_t t = 0; t < matrices; ++t)
     for (std::int64_t i = 0; i < q; ++i) {
       const std::int64_t row = (t * q + i) * k;
-      const float* a = ac + row;
-      const float* b = bd + row + (q - 1 - i);  // b[j] = bd[i, j + q - 1 - i]
-      const float* m = mask + i * k;
-      float* y = out + row;
-      const std::int64_t covered = std::clamp<std::int64_t>(k - q + 1 + i, 0, k);
-      for (std::int64_t j = 0; j < covered; ++j) y[j] = m[j] != 0.0f ? value : scale * (a[j] + b[j]);
-      for (std::int64_t j = covered; j < k; ++j) y[j] = m[j] != 0.0f ? value : scale * a[j];
+      // b[j] = bd[i, j + q - 1 - i], inside the row for j < covered
+      scoreRow(ac + row, bd + row + (q - 1 - i), mask + i * k, k, std::clamp<std::int64_t>(k - q + 1 + i, 0, k), scale,
+               value, softmax, out + row);
     }
 }
 
@@ -87,10 +138,11 @@ void Lowering::lowerRelScores(ir::Node n, const std::vector<View>& ops, const Vi
   if (out.type.numel() == 0) return;
   addKernel(n, "txl:rel_scores",
             [p = &plan_, ac = ops[0], bd = ops[1], mask = ops[2], out, q, k,
-             scale = static_cast<float>(attrs.getFloat("scale")), value = static_cast<float>(attrs.getFloat("value"))] {
+             scale = static_cast<float>(attrs.getFloat("scale")), value = static_cast<float>(attrs.getFloat("value")),
+             softmax = attrs.getBool("softmax")] {
               kernels::relScores(reinterpret_cast<const float*>(p->ptr(ac)), reinterpret_cast<const float*>(p->ptr(bd)),
                                  reinterpret_cast<const float*>(p->ptr(mask)), out.type.numel() / (q * k), q, k, scale,
-                                 value, reinterpret_cast<float*>(p->ptr(out)));
+                                 value, softmax, reinterpret_cast<float*>(p->ptr(out)));
             });
 }
 

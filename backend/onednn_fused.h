@@ -28,8 +28,9 @@ namespace txl::backend::kernels {
 
 // rel_scores over `matrices` [q, k] blocks of ac and bd (dense), mask [q, k]:
 // out = value where mask != 0, else scale * (ac[i, j] + bd[i, j + q - 1 - i])
-// (bd term 0 when j + q - 1 - i >= k). Reads bd only inside its row.
+// (bd term 0 when j + q - 1 - i >= k), then with `softmax` each row's
+// softmax. Reads bd only inside its row.
 void relScores(const float* ac, const float* bd, const float* mask, std::int64_t matrices, std::int64_t q,
-               std::int64_t k, float scale, float value, float* out);
+               std::int64_t k, float scale, float value, bool softmax, float* out);
 
 }  // namespace txl::backend::kernels

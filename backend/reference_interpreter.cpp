@@ -109,7 +109,10 @@ class ReferencePlan final : public CompiledGraph {
       case OpKind::LogSoftmax: return ref::logSoftmax(x[0], a.getInt("axis"));
       case OpKind::RelShift: return ref::relShift(x[0]);
       case OpKind::Pick: return ref::pick(x[0], x[1]);
-      case OpKind::RelScores: return ref::relScores(x[0], x[1], x[2], a.getFloat("scale"), a.getFloat("value"));
+      case OpKind::RelScores: {
+        Tensor scores = ref::relScores(x[0], x[1], x[2], a.getFloat("scale"), a.getFloat("value"));
+        return a.getBool("softmax") ? ref::softmax(scores, -1) : scores;  // as the unfused chain computes it
+      }
       case OpKind::FusedLinear:
         return ref::fusedLinear(x[0], x[1], a.getBool("bias") ? &x[2] : nullptr, a.getBool("residual") ? &x.back() : nullptr,
                                 a.getBool("relu"));

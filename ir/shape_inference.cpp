@@ -213,6 +213,8 @@ Inferred pick(const std::vector<TensorType>& ops) {
 Inferred relScores(const std::vector<TensorType>& ops, const Attrs& attrs) {
   TXL_NEED("scale", kFloat);
   TXL_NEED("value", kFloat);
+  if (attrs.has("softmax") && attrs.items().at("softmax").index() != kBool)
+    return fail("attribute 'softmax' must be a bool");
   const auto& ac = ops[0];
   if (ac.rank() < 2 || ac.dtype != DType::F32) return fail("ac must be f32[..., Q, K], got " + ac.str());
   if (ops[1] != ac) return fail("bd " + ops[1].str() + " must match ac " + ac.str());

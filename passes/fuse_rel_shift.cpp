@@ -20,8 +20,12 @@
 //   3. Build the candidate rel_scores; when the target says it would run on
 //      a slow path, erase it and skip with the target's reason; else replace
 //      the masked_fill by it and erase what only it used.
+//   4. When the masked_fill's only user is a softmax over the last axis, the
+//      rel_scores computes that too ({softmax = true}): each score row is
+//      normalized while it is still in cache, one pass over the block less.
 #include "passes/fuse_rel_shift.h"
 
+#include "ir/shape_inference.h"
 #include "ir/target_info.h"
 #include "passes/rewrite_utils.h"
 
@@ -43,7 +47,7 @@ ir::PassResult FuseRelShift::run(ir::Graph& g, ir::PassContext& ctx) {
   std::vector<std::uint64_t> sites;
   for (Node n : g.nodesOfKind(OpKind::MaskedFill))
     if (g.hasUsers(n)) sites.push_back(g.op(n).id);
-  int fused = 0;
+  int fused = 0, withSoftmax = 0;
   for (std::uint64_t id : sites) {
     std::optional<Node> site;
     for (Node n : g.nodes())
@@ -76,8 +80,15 @@ ir::PassResult FuseRelShift::run(ir::Graph& g, ir::PassContext& ctx) {
                                   "shift's leftovers might be visible");
       continue;
     }
-    Node fusedNode = g.add(OpKind::RelScores, {*ac, *bd, mask},
-                           {{"scale", scale}, {"value", g.op(fill).attrs.getFloat("value")}});
+    // 4. The row softmax that only reads these scores.
+    std::optional<Node> softmax;
+    if (const auto users = g.users(fill); users.size() == 1 && g.kind(users[0]) == OpKind::Softmax &&
+                                          ir::normalizeAxis(g.op(users[0]).attrs.getInt("axis"), std::int64_t(s.size())) ==
+                                              std::int64_t(s.size()) - 1)
+      softmax = users[0];
+    ir::Attrs attrs{{"scale", scale}, {"value", g.op(fill).attrs.getFloat("value")}};
+    if (softmax) attrs.set("softmax", true);
+    Node fusedNode = g.add(OpKind::RelScores, {*ac, *bd, mask}, attrs);
     if (ctx.target) {
       if (auto why = ctx.target->slowPathReason(g, fusedNode)) {
         g.erase(fusedNode);
@@ -85,13 +96,15 @@ ir::PassResult FuseRelShift::run(ir::Graph& g, ir::PassContext& ctx) {
         continue;
       }
     }
-    g.replaceAllUsesWith(fill, fusedNode);
-    rw::eraseIfDead(g, fill);
+    g.replaceAllUsesWith(softmax ? *softmax : fill, fusedNode);
+    rw::eraseIfDead(g, softmax ? *softmax : fill);  // and, through it, what only it read
     ++fused;
+    withSoftmax += softmax.has_value();
   }
   if (fused > 0)
     ctx.applied(name(), std::to_string(fused) +
-                            " score block(s): AC + rel_shift(BD), scale and mask as one rel_scores op (no pad/reshape copy)");
+                            " score block(s): AC + rel_shift(BD), scale and mask as one rel_scores op (no pad/reshape copy)" +
+                            (withSoftmax > 0 ? ", " + std::to_string(withSoftmax) + " with its row softmax" : ""));
   return ir::PassResult::changedIf(fused > 0);
 }
 

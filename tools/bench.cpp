@@ -338,7 +338,8 @@ BenchReport runBench(const BenchOptions& o) {
     for (const auto& s : plan->steps())
       if (s.impl.rfind("ref", 0) == 0) r.refImpls.push_back(s.op + " (node " + std::to_string(s.node) + "): " + s.impl);
   }
-  for (const auto& [name, t] : session.saveState()) r.stateBytes += t.bytes();  // after the peak is read
+  // The state as held: every slot's window (2·mem_len + qlen positions, docs/MEMORY.md), not just the mlen rows in use.
+  r.stateBytes = session.stateBytes();
   r.rssBudgetBytes = r.weightBytes + r.stateBytes + r.arenaBytes + (std::size_t(64) << 20);
 
   // 6. Profile.

@@ -420,3 +420,28 @@ TEST_CASE("onednn: an op computes in place only over an operand that dies at it"
   for (const auto& l : labels) shared += l.find("relu") != std::string::npos && l.find("in place") != std::string::npos;
   CHECK(shared == 1);
 }
+
+TEST_CASE("onednn: rel_scores with and without its row softmax, against the reference", "[onednn]") {
+  for (const bool softmax : {false, true})
+    for (const bool sameLength : {false, true}) {
+      INFO("softmax " << softmax << ", same_length " << sameLength);
+      ir::Graph g;
+      const I q = 5, m = 7, k = q + m;
+      Node ac = g.addInput("ac", f32({2, 3, q, k})), bd = g.addInput("bd", f32({2, 3, q, k}));
+      Node mask = g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", m}, {"mem_len", m}, {"same_length", sameLength}});
+      ir::Attrs attrs{{"scale", 0.125}, {"value", -kInf}};
+      if (softmax) attrs.set("softmax", true);
+      g.addOutput("y", g.add(OpKind::RelScores, {ac, bd, mask}, attrs));
+      auto plan = compareWithReference(g);
+      CHECK(stepsOf(*plan).back().impl == "txl:rel_scores");
+    }
+  // A row with every key masked normalizes to NaN, as the unfused softmax does.
+  ir::Graph g;
+  Node ac = g.addInput("ac", f32({1, 1, 2, 3})), bd = g.addInput("bd", f32({1, 1, 2, 3}));
+  Tensor full = Tensor::zeros(f32({2, 3}));
+  for (I j = 0; j < 3; ++j) full.data<float>()[j] = 1.0f;  // row 0 all masked
+  Node mask = g.addInput("mask", f32({2, 3}));
+  g.addOutput("y", g.add(OpKind::RelScores, {ac, bd, mask}, {{"scale", 1.0}, {"value", -kInf}, {"softmax", true}}));
+  TensorMap inputs{{"mask", full}};
+  compareWithReference(g, inputs);
+}
