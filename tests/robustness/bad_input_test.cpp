@@ -299,6 +299,9 @@ std::vector<Row> rows(const std::string& dir) {
        e + "w.safetensors: __metadata__/format: missing; expected a txlc state file"},
       // Command-line mistakes.
       {"cli-no-command", {}, V{}, 2, e + "A subcommand is required (run 'txlc --help')"},
+      {"cli-unknown-command", {}, V{"frob"}, 2,
+       e + "unknown command 'frob'; expected one of: bench, conformance, compile, inspect, score, generate, run (run "
+           "'txlc --help')"},
       {"cli-unknown-flag", {}, V{"run", "t.txla", "--tokens", "1", "--bogus"}, 2,
        e + "The following argument was not expected: --bogus (run 'txlc --help')"},
       {"cli-qlen-zero", {}, V{"run", "t.txla", "--tokens", "1", "--qlen", "0"}, 2,
