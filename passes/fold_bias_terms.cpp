@@ -147,8 +147,13 @@ struct Rewriter {
     rw::eraseIfDead(g, addU);
     rw::eraseIfDead(g, addV);
     ++relative;
+    // narrow() erases nodes: stop at the one node with the id, before the
+    // loop reads a node it erased.
     for (Node n : g.nodes())
-      if (g.op(n).id == projection) narrow(n);
+      if (g.op(n).id == projection) {
+        narrow(n);
+        break;
+      }
     return true;
   }
 

@@ -208,8 +208,9 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     throw Error(name + ": corrupt: checksum " + hex64(actual) + " does not match the stored " + hex64(stored));
   const std::uint64_t mOff = get64(data + 16), mLen = get64(data + 24), dOff = get64(data + 32),
                       dLen = get64(data + 40);
-  if (get32(data + 12) != kArtifactHeaderBytes || mOff != kArtifactHeaderBytes || mLen > total ||
-      mOff + mLen > dOff || dOff % kAlign != 0 || dLen > total || dOff + dLen + 8 != total)
+  // total >= kArtifactHeaderBytes + 8 (checked above); every sum below stays under it.
+  if (get32(data + 12) != kArtifactHeaderBytes || mOff != kArtifactHeaderBytes || mLen > total - mOff ||
+      dOff % kAlign != 0 || dOff < mOff + mLen || dOff > total - 8 || dLen != total - 8 - dOff)
     throw Error(name + ": corrupt header: sections [" + std::to_string(mOff) + ", +" + std::to_string(mLen) +
                 "] and [" + std::to_string(dOff) + ", +" + std::to_string(dLen) + "] do not fit " +
                 std::to_string(total) + " bytes");
@@ -276,15 +277,24 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     if (!dtype) r.fail(ptr + "/dtype", "expected f32, bf16 or i64");
     const auto& shapeJson = r.at(w, ptr, "shape");
     ir::Shape shape;
-    std::uint64_t numel = 1;
     if (!shapeJson.is_array()) r.fail(ptr + "/shape", "expected an array of sizes");
     for (const auto& d : shapeJson) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > (std::int64_t(1) << 40))
         r.fail(ptr + "/shape", "expected non-negative sizes, got " + shapeJson.dump());
       shape.push_back(d.get<std::int64_t>());
-      numel *= std::uint64_t(shape.back());
-      if (numel > dLen) r.fail(ptr + "/shape", shapeJson.dump() + " holds more elements than the data section");
     }
+    // The bytes the tensor needs, element count × dtype size, checked at every
+    // step: once it fits the data section, TensorType::numel() and bytes()
+    // cannot overflow either.
+    const std::string typeStr = ir::shapeStr(shape) + " of " + std::string(ir::dtypeName(*dtype));
+    std::uint64_t need = ir::dtypeSize(*dtype);
+    for (std::int64_t d : shape)
+      if (__builtin_mul_overflow(need, std::uint64_t(d), &need))
+        r.fail(ptr + "/shape", typeStr + " needs 2^64 bytes or more, expected at most the " + std::to_string(dLen) +
+                                   "-byte data section");
+    if (need > dLen)
+      r.fail(ptr + "/shape", typeStr + " needs " + std::to_string(need) + " bytes, expected at most the " +
+                                 std::to_string(dLen) + "-byte data section");
     ir::TensorType type{*dtype, shape};
     if (auto alias = w.find("alias_of"); alias != w.end()) {
       if (!alias->is_string()) r.fail(ptr + "/alias_of", "expected a weight name");
@@ -294,7 +304,7 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     }
     const std::int64_t off = r.integer(w, ptr, "offset"), bytes = r.integer(w, ptr, "bytes");
     if (off < 0 || bytes < 0 || std::uint64_t(off) % kAlign != 0 || std::uint64_t(off) > dLen ||
-        std::uint64_t(bytes) > dLen - std::uint64_t(off) || std::uint64_t(bytes) != type.bytes())
+        std::uint64_t(bytes) > dLen - std::uint64_t(off) || std::uint64_t(bytes) != need)
       r.fail(ptr, "byte range [" + std::to_string(off) + ", +" + std::to_string(bytes) + "] does not hold " +
                       type.str() + " inside the " + std::to_string(dLen) + "-byte data section");
     auto* p = const_cast<std::byte*>(data + dOff + off);

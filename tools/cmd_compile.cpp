@@ -50,12 +50,13 @@ int run(const Options& o) {
   so.randomWeights = o.randomWeights;
   so.seed = o.seed;
   ModelSource m = openModelSource(o.model.model, so);
-  if (m.artifact) std::cerr << "txlc: note: recompiling " << m.path << " from its stored spec and weights" << std::endl;
   ModelOptions options = o.model.pipeline.resolve();
   if (m.artifact && o.model.pipeline.passes.empty()) options.pipeline.passes = m.artifact->passes;
   ResolvedSetting setting = o.model.setting(m);
   const std::int64_t Q = setting.qlen, M = setting.memLen, B = setting.settings.batch;
   checkMemoryFits(m.spec, B, Q, M, m.path);  // before anything is planned
+  // After the setting is checked: a bad setting is the one error line.
+  if (m.artifact) std::cerr << "txlc: note: recompiling " << m.path << " from its stored spec and weights" << std::endl;
 
   Artifact a;
   a.txlcVersion = kTxlcVersion;

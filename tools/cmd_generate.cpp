@@ -41,6 +41,7 @@ int run(const Options& o) {
 
   auto compiled = compileSource(m, setting, options);
   backend::Session session(compiled);
+  noteReplanning(m, setting);
   Sampler sampler(o.sampler);
   const auto start = std::chrono::steady_clock::now();
 

@@ -44,7 +44,8 @@ nlohmann::json nested(const ir::Tensor& t) {
   return out;
 }
 
-void loadStateFile(backend::Session& session, const ModelSource& m, const std::string& path) {
+// The memory of a state file, checked to be a state of model `m`.
+ir::TensorMap readStateFile(const ModelSource& m, const std::string& path) {
   frontend::SafetensorsFile f = frontend::SafetensorsFile::open(path);
   const auto& meta = f.metadata();
   auto get = [&](const char* key) {
@@ -58,6 +59,10 @@ void loadStateFile(backend::Session& session, const ModelSource& m, const std::s
     throw Error(path + ": a state for model " + get("model_id") + ", this model (" + m.path + ") is " + m.modelId);
   ir::TensorMap state;
   for (const auto& name : f.names()) state[name] = f.toF32(name).clone();
+  return state;
+}
+
+void loadState(backend::Session& session, const ir::TensorMap& state, const std::string& path) {
   try {
     session.loadState(state);
   } catch (const Error& e) {
@@ -95,10 +100,12 @@ int run(const Options& o) {
   rf.sameLength = flags.sameLength;
   if (!rf.qlen) rf.qlen = total;  // one segment unless asked otherwise
   ResolvedSetting setting = resolveSetting(m, rf);
+  const ir::TensorMap stateIn = o.stateIn.empty() ? ir::TensorMap{} : readStateFile(m, o.stateIn);
 
   auto compiled = compileSource(m, setting, options);
   backend::Session session(compiled);
-  if (!o.stateIn.empty()) loadStateFile(session, m, o.stateIn);
+  if (!o.stateIn.empty()) loadState(session, stateIn, o.stateIn);
+  noteReplanning(m, setting);
   const std::int64_t mlenIn = session.mlen();
 
   const bool logprob = !o.noLogprob;

@@ -59,9 +59,11 @@ int run(const Options& o) {
     if (vocab.kind() == frontend::VocabKind::Char) characters = std::int64_t(ids.size());
   }
   if (ids.empty()) throw Error(o.file + ": empty input, expected text to score");
+  checkScoreLength(std::int64_t(ids.size()), setting.settings.batch, o.file);
 
   auto compiled = compileSource(m, setting, options);
   backend::Session session(compiled);
+  noteReplanning(m, setting);
   ScoreOptions so;
   so.qlen = setting.qlen;
   so.perToken = o.perToken;

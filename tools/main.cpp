@@ -3,11 +3,30 @@
 // Exit codes are in tools/exit_codes.h. stdout carries only the result asked
 // for; every message goes to stderr as one line "txlc: error: ...".
 #include <iostream>
+#include <string>
 
 #include "ir/check.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
 #include "tools/model_source.h"
+
+namespace {
+
+// `s` with control characters escaped, so that a message quoting it stays one line.
+std::string oneLine(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (u < 0x20 || u == 0x7f) out += "\\x" + std::string(1, "0123456789abcdef"[u >> 4]) + "0123456789abcdef"[u & 15];
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace txl::tools;
@@ -23,6 +42,19 @@ int main(int argc, char** argv) {
   registerScore(app, action);
   registerGenerate(app, action);
   registerRun(app, action);
+  // An unknown command is named as such: CLI11 would only say that a
+  // subcommand is required.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string name = argv[1];
+    if (app.get_subcommands([&](CLI::App* c) { return c->check_name(name); }).empty()) {
+      std::string known;
+      for (const CLI::App* c : app.get_subcommands([](CLI::App* c) { return !c->get_group().empty(); }))
+        known += (known.empty() ? "" : ", ") + c->get_name();
+      std::cerr << "txlc: error: unknown command '" << oneLine(name) << "'; expected one of: " << known
+                << " (run 'txlc --help')" << std::endl;
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

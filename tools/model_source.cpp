@@ -126,18 +126,28 @@ ResolvedSetting resolveSetting(const ModelSource& m, const RunFlags& flags) {
   setUsualQlen(r.settings, qlen);
   r.qlen = qlen;
   r.memLen = memLen;
-  if (m.artifact) {
-    const ArtifactSetting& s = m.artifact->setting;
-    // A different qlen alone keeps the setting: the stored shapes that still
-    // occur (the one-token step) are used, the others built as usual.
-    if (s.batch != batch || s.memLen != memLen || s.clampLen != clampLen || s.sameLength != sameLength)
-      std::cerr << "txlc: note: " << m.path << " was compiled for batch " << s.batch << ", qlen " << s.qlen
-                << ", mem_len " << s.memLen << ", clamp_len " << s.clampLen << ", same_length "
-                << (s.sameLength ? "true" : "false") << "; re-planning for batch " << batch << ", qlen " << qlen
-                << ", mem_len " << memLen << ", clamp_len " << clampLen << ", same_length "
-                << (sameLength ? "true" : "false") << " from its stored spec and pipeline" << std::endl;
-  }
   return r;
+}
+
+bool replans(const ModelSource& m, const ResolvedSetting& r) {
+  if (!m.artifact) return false;
+  // A different qlen alone keeps the setting: the stored shapes that still
+  // occur (the one-token step) are used, the others built as usual.
+  const ArtifactSetting& s = m.artifact->setting;
+  const frontend::SegmentShape base = segmentShape(m.spec, r.settings);
+  return s.batch != base.batch || s.memLen != base.memLen || s.clampLen != base.clampLen ||
+         s.sameLength != base.sameLength;
+}
+
+void noteReplanning(const ModelSource& m, const ResolvedSetting& r) {
+  if (!replans(m, r)) return;
+  const ArtifactSetting& s = m.artifact->setting;
+  const frontend::SegmentShape base = segmentShape(m.spec, r.settings);
+  std::cerr << "txlc: note: " << m.path << " was compiled for batch " << s.batch << ", qlen " << s.qlen
+            << ", mem_len " << s.memLen << ", clamp_len " << s.clampLen << ", same_length "
+            << (s.sameLength ? "true" : "false") << "; re-planning for batch " << base.batch << ", qlen " << r.qlen
+            << ", mem_len " << base.memLen << ", clamp_len " << base.clampLen << ", same_length "
+            << (base.sameLength ? "true" : "false") << " from its stored spec and pipeline" << std::endl;
 }
 
 void checkPipelineFlags(const ModelSource& m, const PipelineFlags& flags) {
@@ -160,8 +170,7 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
   const frontend::SegmentShape base = segmentShape(m.spec, r.settings);
   const passes::PipelineOptions pipeline = stored.pipeline;
   const ArtifactSetting& s = m.artifact->setting;
-  const bool sameSetting = s.batch == base.batch && s.memLen == base.memLen && s.clampLen == base.clampLen &&
-                           s.sameLength == base.sameLength;
+  const bool sameSetting = !replans(m, r);
 
   // Rebuilding is trusted once this txlc rebuilds the artifact's main graph
   // exactly as it was stored.
@@ -172,13 +181,7 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
   std::shared_ptr<const Artifact> artifact = m.artifact;
   frontend::ModelSpec spec = m.spec;
   std::string path = m.path;
-  auto factory = [=](const backend::SegmentKey& key) {
-    if (sameSetting)
-      for (const StoredGraph& g : artifact->graphs)
-        if (g.qlen == key.qlen && g.mlen == key.mlen && g.padded == key.padded &&
-            g.logprob == key.outputs.logprob && g.nll == key.outputs.nll)
-          return ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
-                                           std::to_string(key.mlen) + (key.padded ? " padded" : ""));
+  auto verify = [=] {
     std::call_once(verified->once, [&] {
       if (artifact->graphs.empty()) return;
       const StoredGraph& main = artifact->graphs.front();
@@ -192,6 +195,18 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
         throw Error(path + ": this txlc (" + std::string(kTxlcVersion) + ") rebuilds the artifact's main graph differently from txlc " +
                     artifact->txlcVersion + " that compiled it; recompile the artifact");
     });
+  };
+  // Another setting rebuilds every graph: check now, before the run starts
+  // (and before noteReplanning() announces it), not at its first segment.
+  if (!sameSetting) verify();
+  auto factory = [=](const backend::SegmentKey& key) {
+    if (sameSetting)
+      for (const StoredGraph& g : artifact->graphs)
+        if (g.qlen == key.qlen && g.mlen == key.mlen && g.padded == key.padded &&
+            g.logprob == key.outputs.logprob && g.nll == key.outputs.nll)
+          return ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
+                                           std::to_string(key.mlen) + (key.padded ? " padded" : ""));
+    verify();
     return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline);
   };
   return std::make_shared<backend::CompiledModel>(plain->info(), m.weights, makeExecutor(options.backend), factory);

@@ -8,7 +8,7 @@
 // from it; any other shape is rebuilt from the stored spec and pipeline (the
 // first rebuild also rebuilds the artifact's main graph and checks it equals
 // the stored one). A setting that differs from the compiled one is announced
-// on stderr.
+// on stderr by noteReplanning(), once the setting and the inputs are checked.
 //
 //   ModelSource m = openModelSource("kjv.txla", {});
 //   auto compiled = compileSource(m, settings, qlen, options);
@@ -69,6 +69,16 @@ struct ResolvedSetting {
   std::int64_t memLen = 0;
 };
 ResolvedSetting resolveSetting(const ModelSource& m, const RunFlags& flags);
+
+// True when `setting` differs from the artifact's compiled one (batch,
+// mem_len, clamp_len or same_length: a qlen alone does not count), so that
+// every graph is rebuilt from the stored spec and pipeline.
+bool replans(const ModelSource& m, const ResolvedSetting& setting);
+// The note "txlc: note: M was compiled for ...; re-planning for ..." on
+// stderr when replans(). A command calls it after compileSource() and its own
+// input checks, right before the first segment: a bad setting or input is
+// then the one error line, never a note followed by an error.
+void noteReplanning(const ModelSource& m, const ResolvedSetting& setting);
 
 // `options.pipeline` is ignored for an artifact (it carries its own); giving
 // --passes with an artifact is refused by checkPipelineFlags().

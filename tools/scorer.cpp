@@ -5,18 +5,22 @@
 
 namespace txl::tools {
 
+void checkScoreLength(std::int64_t tokens, std::int64_t batch, const std::string& source) {
+  if (tokens / batch < 2)
+    throw Error(source + ": " + std::to_string(tokens) + " tokens, expected at least " + std::to_string(2 * batch) +
+                " (2 per stream with batch " + std::to_string(batch) + ") to predict anything");
+}
+
 ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t> ids, const ScoreOptions& options,
                         const std::string& source) {
   const std::int64_t batch = session.model().info().batch;
   const std::int64_t n = std::int64_t(ids.size());
   TXL_CHECK(options.qlen >= 1, "qlen must be positive");
+  checkScoreLength(n, batch, source);
   ScoreResult r;
   r.batch = batch;
   r.streamLength = n / batch;
   r.dropped = n - r.streamLength * batch;
-  if (r.streamLength < 2)
-    throw Error(source + ": " + std::to_string(n) + " tokens, expected at least " + std::to_string(2 * batch) +
-                " (2 per stream with batch " + std::to_string(batch) + ") to predict anything");
   const std::int64_t total = batch * (r.streamLength - 1);
   if (options.perToken) r.perToken.assign(std::size_t(total), 0.0f);
   const auto at = [&](std::int64_t t, std::int64_t b) { return ids[std::size_t(b * r.streamLength + t)]; };

@@ -41,5 +41,7 @@ struct ScoreResult {
 // `ids` must hold at least 2 * batch tokens (txl::Error otherwise, naming `source`).
 ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t> ids, const ScoreOptions& options,
                         const std::string& source = "input");
+// The check scoreTokens() makes first, for a command to make before it compiles anything.
+void checkScoreLength(std::int64_t tokens, std::int64_t batch, const std::string& source);
 
 }  // namespace txl::tools

@@ -23,6 +23,7 @@
 
 #include "frontend/safetensors.h"
 #include "tests/robustness/run_process.h"
+#include "tools/content_hash.h"
 #include "tools/exit_codes.h"
 
 namespace fs = std::filesystem;
@@ -77,6 +78,32 @@ std::string weightsWith(const std::string& tensor, std::int64_t element, float v
   }
   auto bytes = txl::frontend::serializeSafetensors(tensors);
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// A crafted artifact: the manifest of `art` changed by `edit`, the data section
+// moved after it, the header lengths and the checksum fixed up (the layout of
+// tools/artifact.h), so that reading reaches the manifest checks.
+std::string artifactWithManifest(const std::string& art, const std::function<void(nlohmann::json&)>& edit) {
+  auto get64 = [&](std::size_t at) {
+    std::uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | std::uint8_t(art[at + std::size_t(i)]);
+    return v;
+  };
+  auto put64 = [](std::string& s, std::size_t at, std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) s[at + std::size_t(i)] = char((v >> (8 * i)) & 0xff);
+  };
+  const std::uint64_t mOff = get64(16), mLen = get64(24), dOff = get64(32), dLen = get64(40);
+  nlohmann::json m = nlohmann::json::parse(art.substr(mOff, mLen));
+  edit(m);
+  const std::string manifest = m.dump();
+  const std::uint64_t newDOff = (mOff + manifest.size() + 63) / 64 * 64;
+  std::string out = art.substr(0, mOff) + manifest + std::string(newDOff - mOff - manifest.size(), '\0') +
+                    art.substr(dOff, dLen) + std::string(8, '\0');
+  put64(out, 24, manifest.size());
+  put64(out, 32, newDOff);
+  put64(out, 48, out.size());
+  put64(out, out.size() - 8, txl::tools::contentHash(out.data(), out.size() - 8));
+  return out;
 }
 
 // Literal text, with "…" matching any run of characters on the line.
@@ -186,6 +213,10 @@ std::vector<Row> rows(const std::string& dir) {
        V{"run", "spec.json", "--weights", "w.safetensors", "--tokens", "1", "--qlen", "1000000", "--mem-len", "1000000"},
        3, e + "spec.json: batch 1, qlen 1000000, mem_len 1000000 needs at least … (weights …, memory …, "
               "segment activations …); this machine has … of RAM"},
+      // The artifact's setting changed: refused before the re-planning note, so the error is the only line.
+      {"plan-ram-artifact", {}, V{"run", "t.txla", "--tokens", "1", "--qlen", "1000000", "--mem-len", "1000000"}, 3,
+       e + "t.txla: batch 1, qlen 1000000, mem_len 1000000 needs at least … (weights …, memory …, "
+           "segment activations …); this machine has … of RAM"},
       // Safetensors files.
       {"st-short", {{"bad.safetensors", std::string("\x10\x00", 2)}}, compileWeights("bad.safetensors"), 3,
        e + "bad.safetensors: file of 2 bytes is too short for the 8-byte header length"},
@@ -250,6 +281,13 @@ std::vector<Row> rows(const std::string& dir) {
       {"artifact-version", {{"bad.txla", patched(8, std::string("\x63\0\0\0", 4))}},
        V{"run", "bad.txla", "--tokens", "1"}, 3,
        e + "bad.txla: artifact format version 99, this txlc reads version 2; recompile it with this txlc"},
+      {"artifact-shape-overflow",
+       {{"bad.txla", artifactWithManifest(art, [](nlohmann::json& m) {
+           m["weights"][0]["shape"] = {std::int64_t(1) << 40, std::int64_t(1) << 40, std::int64_t(1) << 40};
+         })}},
+       V{"run", "bad.txla", "--tokens", "1"}, 3,
+       e + "bad.txla: manifest /weights/0/shape: [1099511627776,1099511627776,1099511627776] of f32 needs 2^64 bytes "
+           "or more, expected at most the …-byte data section"},
       {"artifact-not", {{"bad.txla", "hello"}}, V{"run", "bad.txla", "--tokens", "1"}, 3,
        e + "bad.txla: line 1 column 1: syntax error while parsing value - invalid literal; last read: 'h'"},
       {"model-dir-no-config", {}, V{"run", kTests + "/conformance/nomem", "--tokens", "1"}, 3,
@@ -261,6 +299,9 @@ std::vector<Row> rows(const std::string& dir) {
        e + "w.safetensors: __metadata__/format: missing; expected a txlc state file"},
       // Command-line mistakes.
       {"cli-no-command", {}, V{}, 2, e + "A subcommand is required (run 'txlc --help')"},
+      {"cli-unknown-command", {}, V{"frob"}, 2,
+       e + "unknown command 'frob'; expected one of: bench, conformance, compile, inspect, score, generate, run (run "
+           "'txlc --help')"},
       {"cli-unknown-flag", {}, V{"run", "t.txla", "--tokens", "1", "--bogus"}, 2,
        e + "The following argument was not expected: --bogus (run 'txlc --help')"},
       {"cli-qlen-zero", {}, V{"run", "t.txla", "--tokens", "1", "--qlen", "0"}, 2,

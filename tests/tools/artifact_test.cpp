@@ -3,9 +3,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "frontend/model_loader.h"
 #include "ir/check.h"
@@ -44,9 +46,45 @@ Artifact parse(const std::vector<std::byte>& b) {
   return parseArtifact(owner, owner->data(), owner->size(), "a.txla");
 }
 
-void rehash(std::vector<std::byte>& b) {
-  std::uint64_t h = contentHash(b.data(), b.size() - 8);
-  for (int i = 0; i < 8; ++i) b[b.size() - 8 + i] = std::byte((h >> (8 * i)) & 0xff);
+void put64(std::byte* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = std::byte((v >> (8 * i)) & 0xff);
+}
+std::uint64_t get64(const std::byte* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | std::to_integer<std::uint64_t>(p[i]);
+  return v;
+}
+
+void rehash(std::vector<std::byte>& b) { put64(b.data() + b.size() - 8, contentHash(b.data(), b.size() - 8)); }
+
+// A crafted artifact: the manifest of `b` changed by `edit`, the data section
+// moved after it and the header and checksum fixed up, so that parsing
+// reaches the manifest checks.
+std::vector<std::byte> withManifest(const std::vector<std::byte>& b, const std::function<void(nlohmann::json&)>& edit) {
+  const std::uint64_t mOff = get64(b.data() + 16), mLen = get64(b.data() + 24), dOff = get64(b.data() + 32),
+                      dLen = get64(b.data() + 40);
+  nlohmann::json m = nlohmann::json::parse(reinterpret_cast<const char*>(b.data() + mOff),
+                                           reinterpret_cast<const char*>(b.data() + mOff + mLen));
+  edit(m);
+  const std::string text = m.dump();
+  const std::uint64_t newDOff = (mOff + text.size() + 63) / 64 * 64;
+  std::vector<std::byte> out(newDOff + dLen + 8, std::byte{0});
+  std::memcpy(out.data(), b.data(), mOff);
+  std::memcpy(out.data() + mOff, text.data(), text.size());
+  std::memcpy(out.data() + newDOff, b.data() + dOff, dLen);
+  put64(out.data() + 24, text.size());
+  put64(out.data() + 32, newDOff);
+  put64(out.data() + 48, out.size());
+  rehash(out);
+  return out;
+}
+
+// The manifest's entry for weight `name`.
+nlohmann::json& weightEntry(nlohmann::json& m, const std::string& name) {
+  nlohmann::json& weights = m["weights"];
+  auto it = std::find_if(weights.begin(), weights.end(), [&](const nlohmann::json& w) { return w["name"] == name; });
+  REQUIRE(it != weights.end());
+  return *it;
 }
 
 }  // namespace
@@ -124,6 +162,49 @@ TEST_CASE("artifact: truncated, corrupt, wrong version, not an artifact", "[arti
     bad[bad.size() - 1000] ^= std::byte{1};
     rehash(bad);
     REQUIRE_THROWS_WITH(parse(bad), Contains("manifest /model_id: does not match"));
+  }
+}
+
+TEST_CASE("artifact: a weight's size product is checked for overflow before the data section", "[artifact]") {
+  // 16 MiB of padding: a data section of at least 2^24 bytes, where the old
+  // check (element count <= data bytes after each dimension of at most 2^40)
+  // let the count wrap around 2^64.
+  Artifact a = tinyArtifact();
+  a.weights["pad"] = ir::Tensor::zeros({ir::DType::F32, {std::int64_t(1) << 22}});
+  const std::vector<std::byte> bytes = serializeArtifact(a);
+  const std::uint64_t dLen = get64(bytes.data() + 40);
+  REQUIRE(dLen >= (std::uint64_t(1) << 24));
+  const std::string section = "-byte data section";
+  auto padShape = [&](nlohmann::json shape, std::int64_t stored) {
+    return withManifest(bytes, [&](nlohmann::json& m) {
+      nlohmann::json& w = weightEntry(m, "pad");
+      w["shape"] = shape;
+      w["bytes"] = stored;
+    });
+  };
+  SECTION("2^24 x 2^40 elements: the count wraps to 0, which matched \"bytes\": 0") {
+    auto bad = padShape({std::int64_t(1) << 24, std::int64_t(1) << 40}, 0);
+    const std::string ptr = "/weights/" + std::to_string(std::distance(a.weights.begin(), a.weights.find("pad")));
+    REQUIRE_THROWS_WITH(parse(bad), "a.txla: manifest " + ptr + "/shape: [16777216,1099511627776] of f32 needs 2^64 " +
+                                        "bytes or more, expected at most the " + std::to_string(dLen) + section);
+  }
+  SECTION("2^62 elements of f32: the count fits, the bytes overflow") {
+    auto bad = padShape({std::int64_t(1) << 22, std::int64_t(1) << 40}, 0);
+    REQUIRE_THROWS_WITH(parse(bad), Contains("/shape: [4194304,1099511627776] of f32 needs 2^64 bytes or more"));
+  }
+  SECTION("three dimensions of 2^40") {
+    const std::int64_t d = std::int64_t(1) << 40;
+    REQUIRE_THROWS_WITH(parse(padShape({d, d, d}, 0)), Contains("of f32 needs 2^64 bytes or more"));
+  }
+  SECTION("a product that fits 64 bits but not the data section") {
+    REQUIRE_THROWS_WITH(parse(padShape({1 << 20, 1 << 20}, 0)),
+                        Contains("/shape: [1048576,1048576] of f32 needs 4398046511104 bytes, expected at most the " +
+                                 std::to_string(dLen) + section));
+  }
+  SECTION("a zero dimension needs no bytes, whatever the others") {
+    auto ok = padShape({0, std::int64_t(1) << 40}, 0);
+    // Refused later, for the model id (the weight changed), not for its size.
+    REQUIRE_THROWS_WITH(parse(ok), Contains("manifest /model_id: does not match"));
   }
 }
 
