@@ -1,8 +1,9 @@
 // tests/session/no_allocation_test.cpp - once a stream is warm, a segment
 // allocates nothing in txlc's own code (issue 6).
 //
-// This executable replaces the global operator new / delete with counting
-// versions. Counting is on only on the test's thread, only inside the
+// This executable replaces every global operator new / delete (the nothrow
+// and aligned forms too: a mix with a sanitizer's own is a mismatch) with
+// counting versions. Counting is on only on the test's thread, only inside the
 // measured stretch, and leaves out what oneDNN allocates inside the calls
 // the executor marks as library calls (backend/library_calls.h); the
 // executor's own work, the session's window bookkeeping, input binding and
@@ -32,6 +33,14 @@ void* allocate(std::size_t n, std::size_t align) {
   return p;
 }
 
+void* tryAllocate(std::size_t n, std::size_t align) noexcept {
+  try {
+    return allocate(n, align);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 // Counts allocations made on this thread while alive.
 struct Counter {
   Counter() {
@@ -47,7 +56,19 @@ void* operator new(std::size_t n) { return allocate(n, 0); }
 void* operator new[](std::size_t n) { return allocate(n, 0); }
 void* operator new(std::size_t n, std::align_val_t a) { return allocate(n, std::size_t(a)); }
 void* operator new[](std::size_t n, std::align_val_t a) { return allocate(n, std::size_t(a)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return tryAllocate(n, 0); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return tryAllocate(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return tryAllocate(n, std::size_t(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return tryAllocate(n, std::size_t(a));
+}
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
