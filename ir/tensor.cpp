@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <set>
 
 #include "ir/check.h"
 
@@ -35,6 +36,14 @@ Tensor Tensor::reshaped(Shape shape) const {
   TensorType t{type_.dtype, std::move(shape)};
   TXL_CHECK(t.numel() == type_.numel(), "reshape of " + type_.str() + " to " + t.str());
   return Tensor(std::move(t), data_, owner_);
+}
+
+std::size_t distinctBytes(const TensorMap& tensors) {
+  std::set<const void*> seen;
+  std::size_t bytes = 0;
+  for (const auto& [name, t] : tensors)
+    if (seen.insert(t.raw()).second) bytes += t.bytes();
+  return bytes;
 }
 
 }  // namespace txl::ir

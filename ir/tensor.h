@@ -65,4 +65,7 @@ class Tensor {
 // Tensors by name: weights, graph inputs and outputs.
 using TensorMap = std::map<std::string, Tensor>;
 
+// Bytes of the distinct buffers of a map (tied tensors sharing one count once).
+std::size_t distinctBytes(const TensorMap& tensors);
+
 }  // namespace txl::ir

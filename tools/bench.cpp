@@ -80,14 +80,6 @@ std::size_t processPeakRss() {
   return std::size_t(u.ru_maxrss) * 1024;
 }
 
-std::size_t distinctBytes(const ir::TensorMap& weights) {
-  std::set<const void*> seen;
-  std::size_t bytes = 0;
-  for (const auto& [name, t] : weights)
-    if (seen.insert(t.raw()).second) bytes += t.bytes();
-  return bytes;
-}
-
 // Bytes one step of qlen 1 must read (bench.h): every layer's weights with
 // r_net replaced by its folded table over klen, the u/v biases, the output
 // layer when the segment computes it, and the cached keys and values.
@@ -331,7 +323,7 @@ BenchReport runBench(const BenchOptions& o) {
   // Memory: the steady state's peak against weights + state + arena + 64 MiB.
   r.peakRssProcessBytes = processPeakRss();
   r.peakRssBytes = peakReset ? procStatusBytes("VmHWM") : r.peakRssProcessBytes;
-  r.weightBytes = distinctBytes(weights) + model->constants().bytes();
+  r.weightBytes = ir::distinctBytes(weights) + model->constants().bytes();
   if (auto* plan = dynamic_cast<backend::OnednnCompiledGraph*>(session.lastPlan())) {
     r.arenaBytes = plan->arenaBytes();
     r.constantBytes = plan->constantBytes();

@@ -132,10 +132,8 @@ int printMemoryPlan(const Options& o, const ModelOptions& options) {
   TXL_CHECK(plan != nullptr, "the onednn executor made no oneDNN plan");
   const backend::MemoryPlan& mp = plan->memoryPlan();
   const std::size_t state = backend::Session(model).stateBytes();
-  std::size_t weights = 0, constants = model->constants().bytes() + plan->constantBytes();
-  std::set<const void*> seen;  // tied weights share a buffer
-  for (const auto& [name, t] : model->weights())
-    if (seen.insert(t.raw()).second) weights += t.bytes();
+  const std::size_t weights = ir::distinctBytes(model->weights());
+  const std::size_t constants = model->constants().bytes() + plan->constantBytes();
   const double ratio = mp.lowerBoundBytes > 0 ? double(mp.arenaBytes) / mp.lowerBoundBytes : 1.0;
 
   if (o.format == "json") {
