@@ -78,6 +78,9 @@ __attribute__((target_clones("avx512f", "default"))) void scoreRow(const float* 
 
 void relScores(const float* ac, const float* bd, const float* mask, std::int64_t matrices, std::int64_t q,
                std::int64_t k, float scale, float value, bool softmax, float* out) {
+  // Rows are independent: split them over the OpenMP team (oneDNN's own,
+  // already running), in contiguous static chunks.
+#pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t t = 0; t < matrices; ++t)
     for (std::int64_t i = 0; i < q; ++i) {
       const std::int64_t row = (t * q + i) * k;
