@@ -100,8 +100,9 @@ std::string nodeName(const ir::Graph& g, ir::Node n) {
 
 class OnednnPlan final : public OnednnCompiledGraph {
  public:
-  OnednnPlan(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options) {
-    compile(graph, weights, options);
+  OnednnPlan(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options,
+             onednn::PackedWeights& packs) {
+    compile(graph, weights, options, packs);
   }
   const TensorMap& run(const TensorMap& inputs) override;
   const std::vector<StepInfo>& steps() const override { return plan_.info; }
@@ -115,7 +116,8 @@ class OnednnPlan final : public OnednnCompiledGraph {
   const std::vector<double>& stepSeconds() const override { return stepSeconds_; }
 
  private:
-  void compile(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options);
+  void compile(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options,
+               onednn::PackedWeights& packs);
   void runProfiled(std::size_t& i);
   Plan plan_;
   bool profiling_ = false;
@@ -143,7 +145,8 @@ int inPlaceOperand(const ir::Graph& g, ir::Node n) {
   }
 }
 
-void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const OnednnOptions& options) {
+void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const OnednnOptions& options,
+                         onednn::PackedWeights& packs) {
   checkWeights(g, weights);
   const std::vector<ir::Node> order = g.topologicalOrder();
   const std::size_t kForever = order.empty() ? 0 : order.size() - 1;  // results live to the last step
@@ -183,7 +186,11 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
       case ir::OpKind::Weight: {
         const std::string& name = op.attrs.getString("name");
         auto [it, fresh] = namedBuffers.try_emplace("w:" + name, -1);
-        if (fresh) it->second = plan_.addBuffer(BufferKind::Weight, const_cast<void*>(weights.at(name).raw()));
+        if (fresh) {
+          const ir::Tensor& w = weights.at(name);
+          it->second = plan_.addBuffer(BufferKind::Weight, const_cast<void*>(w.raw()));
+          plan_.buffers[it->second].weight = &w;
+        }
         views[n] = View{it->second, 0, *op.type};
         break;
       }
@@ -277,7 +284,7 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
   }
 
   // 4. Lowering.
-  onednn::Lowering lowering(plan_, g, options);
+  onednn::Lowering lowering(plan_, g, options, packs);
   std::vector<std::pair<std::string, View>> outputs;
   for (std::size_t t = 0; t < order.size(); ++t) {
     const ir::Node n = order[t];
@@ -307,6 +314,7 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
       slot[i] = static_cast<int>(requests.size());
       requests.push_back(values[i].request);
     }
+  if (options.releasePackedPlainPages) packs.releasePlainPages();
   plan_.memory = planMemory(requests);
   if (std::string clash = findConflict(plan_.memory); !clash.empty())
     throw InternalError("arena plan overlaps live buffers " + clash);
@@ -378,11 +386,12 @@ void OnednnPlan::runProfiled(std::size_t& i) {
 
 class OnednnExecutor final : public Executor {
  public:
-  explicit OnednnExecutor(const OnednnOptions& options) : options_(options) {}
+  explicit OnednnExecutor(const OnednnOptions& options)
+      : options_(options), packs_(options.releasePackedPlainPages) {}
   std::string name() const override { return "onednn"; }
   std::unique_ptr<CompiledGraph> compile(const ir::Graph& graph, const TensorMap& weights) override {
     try {
-      return std::make_unique<OnednnPlan>(graph, weights, options_);
+      return std::make_unique<OnednnPlan>(graph, weights, options_, packs_);
     } catch (const dnnl::error& e) {
       throw InternalError(std::string("oneDNN: ") + e.what());
     }
@@ -390,6 +399,7 @@ class OnednnExecutor final : public Executor {
 
  private:
   OnednnOptions options_;
+  onednn::PackedWeights packs_;  // shared by every plan this executor compiles
 };
 
 }  // namespace

@@ -7,8 +7,9 @@
 // intermediates, temporaries and scratchpads (offsets planned by liveness,
 // backend/memory_plan.h), constant buffers for
 // attribute-only ops (pos_encoding, attn_mask, constant) and for weights that a
-// primitive wants in a blocked layout, and the user's own weight and input
-// buffers, bound without copying. run() rebinds the input handles, executes
+// primitive wants in a blocked layout (packed once per executor, i.e. per
+// model, and shared by its plans: backend/packed_weights.h), and the user's
+// own weight and input buffers, bound without copying. run() rebinds the input handles, executes
 // every step on one stream and returns views of the plan's buffers.
 //
 //   auto exe = makeOnednnExecutor();
@@ -38,6 +39,10 @@ struct OnednnOptions {
   // double the model's resident memory, for a matmul whose N is large enough
   // to run near peak on the plain layout.
   std::size_t maxBlockedWeightBytes = std::size_t(64) << 20;
+  // Once a plan is compiled, drop the resident pages of file-backed weights
+  // that plans read only packed (backend/packed_weights.h): the packed copy
+  // replaces the plain one in memory, the file still holds it.
+  bool releasePackedPlainPages = true;
 };
 
 // One step of the plan, as a profiler or a test sees it.

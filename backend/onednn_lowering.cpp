@@ -4,6 +4,7 @@
 // Values are dense row-major; strided access (transposes, slices, permutes,
 // pad interiors) is expressed by memory descriptors with explicit strides
 // over the producer's buffer, with handles offset by the view's start.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -69,20 +70,28 @@ bool Lowering::isConstant(const View& v) const {
 }
 
 // A constant weight in the layout `wantMd`: bound as is when that is its
-// plain layout, else reordered once, now, into a plan-owned buffer (shared by
-// every primitive that asks for the same weight in the same layout).
+// plain layout, else the model's packed copy (backend/packed_weights.h),
+// made now if no live plan holds it yet.
 dnnl::memory Lowering::constantWeights(const View& w, const memory::desc& plainMd, const memory::desc& wantMd) {
   if (wantMd == plainMd) return mem(w, plainMd);
-  for (const Blocked& b : blocked_)
-    if (b.buffer == w.buffer && b.offset == w.offset && b.md == wantMd) return b.mem;
-  void* p = plan_.allocate(wantMd.get_size());
+  auto packed = packs_.get(plan_.ptr(w), plainMd, wantMd, plan_.engine);
   plan_.constantBytes += wantMd.get_size();
-  memory blockedMem(wantMd, plan_.engine, p);
-  memory plainMem = mem(w, plainMd);
-  dnnl::reorder(plainMem, blockedMem).execute(plan_.stream, plainMem, blockedMem);
-  plan_.stream.wait();
-  blocked_.push_back({w.buffer, w.offset, wantMd, blockedMem});
-  return blockedMem;
+  plan_.packs.push_back(packed);
+  packedNow_.push_back(w.buffer);
+  if (const ir::Tensor* t = plan_.buffers[w.buffer].weight) packs_.notePacked(*t, w.offset, plainMd.get_size());
+  return packed->mem;
+}
+
+void Lowering::notePlainReads(const std::vector<View>& ops, bool aliased) {
+  if (!aliased)
+    for (const View& v : ops) {
+      const Buffer& b = plan_.buffers[v.buffer];
+      if (b.kind != BufferKind::Weight || std::find(packedNow_.begin(), packedNow_.end(), v.buffer) != packedNow_.end())
+        continue;
+      if (v.strides.empty()) packs_.notePlainRead(plan_.ptr(v), v.type.bytes());
+      else packs_.notePlainRead(b.ptr, b.weight ? b.weight->bytes() : v.offset + v.type.bytes());  // the whole tensor
+    }
+  packedNow_.clear();
 }
 
 // A reorder from (src, srcMd at +srcOff bytes) to (dst, dstMd at +dstOff);
@@ -300,6 +309,11 @@ void Lowering::lowerPad(ir::Node n, const View& x, const View& out) {
 }
 
 void Lowering::lower(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased) {
+  lowerNode(n, step, ops, out, aliased);
+  notePlainReads(ops, aliased);
+}
+
+void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased) {
   node_ = n;
   step_ = step;
   const ir::OpData& op = g_.op(n);

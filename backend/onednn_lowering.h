@@ -21,6 +21,7 @@
 
 #include "backend/memory_plan.h"
 #include "backend/onednn_executor.h"
+#include "backend/packed_weights.h"
 #include "ir/graph.h"
 
 namespace txl::backend::onednn {
@@ -30,6 +31,7 @@ enum class BufferKind { Arena, Constant, Input, Weight };
 struct Buffer {
   BufferKind kind = BufferKind::Arena;
   void* ptr = nullptr;  // Input: set on every run; Arena: set once the arena is planned
+  const ir::Tensor* weight = nullptr;  // Weight: the user's tensor (outlives the plan)
 };
 
 // An arena buffer's request. A value computed in place over an operand's
@@ -73,6 +75,7 @@ struct Plan {
   dnnl::stream stream{engine};
   std::vector<Buffer> buffers;
   std::vector<std::shared_ptr<void>> storage;  // owned allocations
+  std::vector<std::shared_ptr<const PackedWeight>> packs;  // packed constant weights, shared with the model's other plans
   std::vector<Step> steps;
   std::vector<StepInfo> info;
   std::vector<Binding> bindings;  // memories over Input and Arena buffers (Input ones first after compile)
@@ -101,7 +104,8 @@ struct Plan {
 // Options and state the lowering of one node needs.
 class Lowering {
  public:
-  Lowering(Plan& plan, const ir::Graph& graph, const OnednnOptions& options) : plan_(plan), g_(graph), opt_(options) {}
+  Lowering(Plan& plan, const ir::Graph& graph, const OnednnOptions& options, PackedWeights& packs)
+      : plan_(plan), g_(graph), opt_(options), packs_(packs) {}
 
   // Lowers node `n`, at position `step` of the schedule, whose operands have
   // views `ops` and whose result has view `out` (already placed; `aliased`
@@ -121,7 +125,11 @@ class Lowering {
   void record(ir::Node n, const char* kind, const std::string& impl);
   bool isConstant(const View& v) const;
   dnnl::memory constantWeights(const View& w, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& wantMd);
+  // Tells packs_ which bytes of user weights node `n` reads in place (all its
+  // weight operands but those it packed), unless `n` only aliases them.
+  void notePlainReads(const std::vector<View>& ops, bool aliased);
 
+  void lowerNode(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased);
   void copy(ir::Node n, const View& src, const dnnl::memory::desc& srcMd, std::size_t srcOff, const View& dst,
             const dnnl::memory::desc& dstMd, std::size_t dstOff);
   void lowerLinear(ir::Node n, const std::vector<View>& ops, const View& out);
@@ -141,15 +149,10 @@ class Lowering {
   Plan& plan_;
   const ir::Graph& g_;
   const OnednnOptions& opt_;
+  PackedWeights& packs_;
   ir::Node node_{};
   std::size_t step_ = 0;
-  struct Blocked {
-    int buffer;
-    std::size_t offset;
-    dnnl::memory::desc md;
-    dnnl::memory mem;
-  };
-  std::vector<Blocked> blocked_;  // constant weights already reordered to a blocked layout
+  std::vector<int> packedNow_;  // weight buffers the current node reads packed
 };
 
 // --- Primitive descriptors, shared by the lowering and the target info -------

@@ -170,13 +170,16 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     ::close(fd);
     throw Error(path + ": file of " + std::to_string(f.size_) + " bytes is too short for the 8-byte header length");
   }
-  void* addr = ::mmap(nullptr, f.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  // Read-only: tensors view it in place, and a page never written can be
+  // dropped from memory and read back from the file (ir::Tensor::fileView).
+  void* addr = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
   int err = errno;
   ::close(fd);
   if (addr == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(err));
   const std::uint64_t size = f.size_;
   f.owner_ = std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
   f.base_ = static_cast<const std::byte*>(addr);
+  f.mapped_ = true;
   f.parse();
   return f;
 }
@@ -312,6 +315,11 @@ const std::byte* SafetensorsFile::bytes(const std::string& name) const {
   return base_ + dataStart_ + info(name).begin;
 }
 
+ir::Tensor SafetensorsFile::view(const ir::TensorType& type, const std::byte* src) const {
+  if (mapped_) return ir::Tensor::fileView(type, src, owner_);
+  return ir::Tensor(type, const_cast<std::byte*>(src), owner_);
+}
+
 ir::Tensor SafetensorsFile::toF32(const std::string& name, const ConvertOptions& options) const {
   const TensorInfo& ti = info(name);
   const std::byte* src = bytes(name);
@@ -322,7 +330,7 @@ ir::Tensor SafetensorsFile::toF32(const std::string& name, const ConvertOptions&
   switch (ti.dtype) {
     case StDType::F32:
       if (reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0) {
-        out = ir::Tensor(type, const_cast<std::byte*>(src), owner_);
+        out = view(type, src);
       } else {
         out = ir::Tensor::zeros(type);
         if (n) std::memcpy(out.raw(), src, n * 4);
@@ -377,7 +385,7 @@ ir::Tensor SafetensorsFile::toI64(const std::string& name) const {
   const auto n = static_cast<std::size_t>(ti.numel());
   ir::TensorType type{ir::DType::I64, ti.shape};
   if (ti.dtype == StDType::I64 && reinterpret_cast<std::uintptr_t>(src) % alignof(std::int64_t) == 0)
-    return ir::Tensor(type, const_cast<std::byte*>(src), owner_);
+    return view(type, src);
   ir::Tensor out = ir::Tensor::zeros(type);
   std::int64_t* dst = out.data<std::int64_t>();
   for (std::size_t i = 0; i < n; ++i) {

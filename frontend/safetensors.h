@@ -80,7 +80,11 @@ class SafetensorsFile {
   void parse();
 
   std::string path_;
+  // A tensor of the file in place: file-backed (ir::Tensor::fileView) when the file is mapped.
+  ir::Tensor view(const ir::TensorType& type, const std::byte* src) const;
+
   std::shared_ptr<void> owner_;  // keeps the mapping (or the byte vector) alive
+  bool mapped_ = false;          // owner_ is a read-only mapping of path_
   const std::byte* base_ = nullptr;
   std::uint64_t size_ = 0;
   std::uint64_t dataStart_ = 0;  // 8 + header length

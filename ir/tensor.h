@@ -26,6 +26,11 @@ class Tensor {
       : type_(std::move(type)), data_(data), owner_(std::move(owner)) {}
 
   static Tensor zeros(TensorType type);                // owns a zero-filled buffer
+  // A read-only view of a memory-mapped file, kept mapped by `owner`: its
+  // pages may be dropped from memory (dropResidentPages) and are read back
+  // from the file when next touched. Writing to it is an error (the mapping
+  // is read-only).
+  static Tensor fileView(TensorType type, const void* data, std::shared_ptr<void> owner);
   Tensor clone() const;                                // deep copy into an owned buffer
 
   const TensorType& type() const { return type_; }
@@ -34,6 +39,12 @@ class Tensor {
   std::int64_t numel() const { return type_.numel(); }
   std::size_t bytes() const { return type_.bytes(); }
   bool empty() const { return data_ == nullptr && type_.numel() != 0; }
+  bool fileBacked() const { return fileBacked_; }
+  // For a file-backed tensor: drops the resident pages that lie wholly inside
+  // bytes [offset, offset + count) of it; they come back from the file on the
+  // next read. Returns the bytes dropped; 0 (and nothing happens) for any
+  // other tensor, whose memory has no copy to come back from.
+  std::size_t dropResidentPages(std::size_t offset, std::size_t count) const;
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
@@ -51,6 +62,7 @@ class Tensor {
     type_.shape.assign(type.shape.begin(), type.shape.end());
     data_ = data;
     owner_.reset();
+    fileBacked_ = false;
   }
 
   // Same buffer, another shape with the same element count.
@@ -60,6 +72,7 @@ class Tensor {
   TensorType type_;
   void* data_ = nullptr;
   std::shared_ptr<void> owner_;
+  bool fileBacked_ = false;
 };
 
 // Tensors by name: weights, graph inputs and outputs.

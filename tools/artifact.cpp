@@ -186,7 +186,7 @@ void writeArtifact(const std::string& path, const Artifact& a) {
 }
 
 Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data, std::size_t size,
-                       const std::string& name) {
+                       const std::string& name, bool fileBacked) {
   if (size < 8 || std::memcmp(data, kArtifactMagic, 8) != 0)
     throw Error(name + ": not a txlc artifact (expected the magic \"TXLCART\" at byte 0)");
   if (size < kArtifactHeaderBytes + 8)
@@ -308,7 +308,8 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
       r.fail(ptr, "byte range [" + std::to_string(off) + ", +" + std::to_string(bytes) + "] does not hold " +
                       type.str() + " inside the " + std::to_string(dLen) + "-byte data section");
     auto* p = const_cast<std::byte*>(data + dOff + off);
-    a.weights[wname] = ir::Tensor(type, p, std::const_pointer_cast<void>(owner));
+    a.weights[wname] = fileBacked ? ir::Tensor::fileView(type, p, std::const_pointer_cast<void>(owner))
+                                  : ir::Tensor(type, p, std::const_pointer_cast<void>(owner));
   }
   for (const auto& [wname, target] : aliases) {
     auto it = a.weights.find(target);
@@ -341,12 +342,12 @@ LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::
     ::close(fd);
     throw Error(path + ": truncated: the file is empty (expected a txlc artifact)");
   }
-  void* map = ::mmap(nullptr, fileSize, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  void* map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);  // read-only: weights are file-backed views
   ::close(fd);
   if (map == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(errno));
   std::shared_ptr<const void> owner(map, [fileSize](const void* p) { ::munmap(const_cast<void*>(p), fileSize); });
   LoadedArtifact out;
-  out.artifact = parseArtifact(owner, static_cast<const std::byte*>(map) + offset, size, path);
+  out.artifact = parseArtifact(owner, static_cast<const std::byte*>(map) + offset, size, path, /*fileBacked=*/true);
   out.path = path;
   out.bytes = size;
   out.loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

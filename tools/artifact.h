@@ -88,9 +88,11 @@ struct LoadedArtifact {
 // an offset). Errors name `path`.
 LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset = 0,
                             std::optional<std::uint64_t> length = std::nullopt);
-// Reads an in-memory image (tests, fuzzing); errors name `name`.
+// Reads an in-memory image (tests, fuzzing); errors name `name`. With
+// `fileBacked` the image is a read-only file mapping and the weights are
+// file-backed views of it (ir::Tensor::fileView).
 Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data, std::size_t size,
-                       const std::string& name);
+                       const std::string& name, bool fileBacked = false);
 
 // True if the file starts with the artifact magic (false for unreadable files).
 bool looksLikeArtifact(const std::string& path);

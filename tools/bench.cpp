@@ -25,8 +25,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -38,6 +41,8 @@
 #include "backend/onednn_executor.h"
 #include "backend/onednn_probe.h"
 #include "frontend/model_loader.h"
+#include "frontend/safetensors.h"
+#include "frontend/weights.h"
 #include "ir/check.h"
 #include "tools/flop_count.h"
 
@@ -201,6 +206,32 @@ struct Streams {
 
 // Fills `session`'s memory to mem_len with one untimed segment in a separate
 // session (freed before returning, with its plan).
+// Random weights held as a loaded model holds its weights: written to a
+// temporary safetensors file, mapped read-only and bound like any weights
+// file. The file is unlinked at once (the mapping keeps it readable), so
+// nothing is left behind. The resident memory measured is then a real
+// model's: plain weights that the plans read only packed are file pages the
+// executor drops (backend/packed_weights.h).
+frontend::WeightMap fileBackedWeights(const frontend::ModelSpec& spec, const frontend::WeightMap& weights) {
+  std::string dir = (std::filesystem::temp_directory_path() / "txlc-bench-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) throw Error(dir + ": cannot create a temporary directory: " + std::strerror(errno));
+  const std::string path = dir + "/random.safetensors";
+  std::vector<std::pair<std::string, ir::Tensor>> stored;
+  for (const frontend::WeightSlot& slot : frontend::weightSlots(spec))
+    if (slot.aliasOf.empty()) stored.emplace_back(slot.name, weights.at(slot.name));
+  try {
+    frontend::writeSafetensors(path, stored);
+    frontend::SafetensorsFile file = frontend::SafetensorsFile::open(path);
+    frontend::WeightMap mapped = frontend::bindWeights(spec, file);
+    std::filesystem::remove_all(dir);
+    return mapped;
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+    throw;
+  }
+}
+
 void prefill(const std::shared_ptr<backend::CompiledModel>& model, backend::Session& session, Streams& s) {
   const std::int64_t memLen = model->info().memLen;
   if (memLen == 0) return;
@@ -271,6 +302,7 @@ BenchReport runBench(const BenchOptions& o) {
   load.seed = o.seed;
   frontend::LoadedModel m = frontend::loadModel(o.model, o.weights, load);
   for (const auto& w : m.spec.warnings) std::cerr << "txlc: warning: " << w << std::endl;
+  if (o.randomWeights) m.weights = fileBackedWeights(m.spec, m.weights);
   RunSettings settings;
   settings.batch = o.batch;
   if (o.memLen) settings.memLen = *o.memLen;

@@ -1,0 +1,93 @@
+// backend/packed_weights.h - constant weights in the layouts primitives ask
+// for, made once per model, and the plain copies they make unnecessary.
+//
+// A matmul runs fastest on weights reordered ("packed") into a blocked
+// layout it chooses; the layout depends on the weight's shape only, not on
+// the segment length (measured: BA16a64b for every M on this machine). One
+// PackedWeights lives in each oneDNN executor, i.e. once per model, and every
+// plan the executor compiles asks it for its packed weights: the plans of all
+// segment shapes (scoring, warm-up, one-token generation) share one copy. An
+// entry lives as long as some plan holds it.
+//
+// The plain weight a pack was made from is then dead weight in memory, unless
+// something still reads it in place (an embedding lookup of a tied output
+// layer, a bias, a constant folded from it). When the plain weight is a view
+// of a mapped file (ir::Tensor::fileView), its pages can be dropped: every
+// plan records the bytes it reads plain, and releasePlainPages() drops the
+// pages of packed bytes no plan has read plain so far (notePacked drops them
+// at once, so a compile never holds every weight twice). A later reader gets
+// them back from the file (correct, only slower once).
+//
+//   PackedWeights packs;
+//   auto p = packs.get(w.raw(), plainMd, pd.weights_desc(), engine);  // reorders once
+//   args[DNNL_ARG_WEIGHTS] = p->mem;
+//   packs.notePlainRead(bias.raw(), bias.bytes());
+//   packs.notePacked(w, 0, w.bytes());
+//   packs.releasePlainPages();
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "ir/tensor.h"
+
+namespace txl::backend::onednn {
+
+struct PackedWeight {
+  std::shared_ptr<void> buffer;  // the packed bytes
+  dnnl::memory mem;              // over `buffer`, in the packed layout
+};
+
+class PackedWeights {
+ public:
+  // `dropPlainPages` false: pack and share, but never drop a page.
+  explicit PackedWeights(bool dropPlainPages = true) : dropPlainPages_(dropPlainPages) {}
+
+  // The bytes at `plain` (laid out as `plainMd`) in layout `packedMd`: the
+  // copy some live plan already holds, or a new one made now by a reorder.
+  // `made` (optional) says which.
+  std::shared_ptr<const PackedWeight> get(const void* plain, const dnnl::memory::desc& plainMd,
+                                          const dnnl::memory::desc& packedMd, const dnnl::engine& engine,
+                                          bool* made = nullptr);
+
+  // A plan reads bytes [data, data + bytes) of a weight in place.
+  void notePlainRead(const void* data, std::size_t bytes);
+  // A plan packed bytes [offset, offset + bytes) of weight `w`: drops their
+  // pages now when file-backed and no plan read them in place so far.
+  void notePacked(const ir::Tensor& w, std::size_t offset, std::size_t bytes);
+  // Drops the resident pages of packed, file-backed bytes that no plan has
+  // read in place; returns the bytes of the ranges it dropped (resident or not).
+  std::size_t releasePlainPages();
+
+  // Bytes of the packed copies alive now.
+  std::size_t bytes() const;
+
+ private:
+  struct Entry {
+    const void* plain;
+    dnnl::memory::desc plainMd, packedMd;
+    std::weak_ptr<const PackedWeight> packed;
+    std::size_t bytes;
+  };
+  struct Range {
+    const void* begin;
+    const void* end;
+  };
+  struct PackedRange {
+    ir::Tensor weight;
+    std::size_t offset, bytes;
+  };
+  bool readPlain(const void* begin, const void* end) const;  // overlaps a plain read (mutex held)
+
+  const bool dropPlainPages_;
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;
+  std::vector<Range> plainReads_;
+  std::vector<PackedRange> packed_;
+};
+
+}  // namespace txl::backend::onednn

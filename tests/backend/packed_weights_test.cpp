@@ -1,0 +1,174 @@
+// Packed weights: one copy per model, shared by live plans; the plain pages
+// of file-backed weights dropped once only the packed copy is read.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/onednn_executor.h"
+#include "backend/packed_weights.h"
+#include "backend/reference_interpreter.h"
+#include "ir/parser.h"
+
+using namespace txl;
+using backend::onednn::PackedWeights;
+using dnnl::memory;
+
+namespace {
+
+// A read-only private mapping of a temporary file holding `values`, viewed as f32[rows, cols].
+struct MappedFile {
+  std::shared_ptr<void> map;
+  ir::Tensor tensor;
+};
+MappedFile mappedTensor(std::int64_t rows, std::int64_t cols) {
+  char path[] = "/tmp/txlc-packed-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::vector<float> values(std::size_t(rows * cols));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = float(i % 97) - 48.0f;
+  REQUIRE(::write(fd, values.data(), values.size() * 4) == ssize_t(values.size() * 4));
+  const std::size_t size = values.size() * 4;
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  ::unlink(path);
+  REQUIRE(p != MAP_FAILED);
+  MappedFile f;
+  f.map = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+  f.tensor = ir::Tensor::fileView({ir::DType::F32, {rows, cols}}, p, f.map);
+  return f;
+}
+
+// Pages of the tensor's mapping resident in this process (its Rss in
+// /proc/self/smaps; mincore would count the file's page cache instead).
+std::size_t residentPages(const ir::Tensor& t) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto start = reinterpret_cast<std::uintptr_t>(t.raw());
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's first line
+      inside = lo <= start && start < hi;
+      continue;
+    }
+    std::size_t kb = 0;
+    if (inside && std::sscanf(line.c_str(), "Rss: %zu kB", &kb) == 1) return kb * 1024 / std::size_t(::sysconf(_SC_PAGESIZE));
+  }
+  FAIL("no mapping holds the tensor");
+  return 0;
+}
+
+float sum(const ir::Tensor& t) {
+  float s = 0;
+  for (float v : t.span<float>()) s += v;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("packed weights: one copy while a holder lives, a new one after", "[packed]") {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  ir::Tensor w = ir::Tensor::zeros({ir::DType::F32, {64, 32}});
+  for (std::int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = float(i);
+  memory::desc plain({32, 64}, memory::data_type::f32, memory::format_tag::ba);
+  memory::desc blocked({32, 64}, memory::data_type::f32, memory::format_tag::BA16a64b);
+  PackedWeights packs;
+  bool made = false;
+  auto a = packs.get(w.raw(), plain, blocked, eng, &made);
+  CHECK(made);
+  auto b = packs.get(w.raw(), plain, blocked, eng, &made);
+  CHECK_FALSE(made);
+  CHECK(a == b);
+  CHECK(packs.bytes() == blocked.get_size());
+  auto c = packs.get(w.raw(), plain, memory::desc({32, 64}, memory::data_type::f32, memory::format_tag::ab), eng, &made);
+  CHECK(made);  // another layout of the same bytes is another copy
+  // The packed copy holds the weight: unpacking gives it back exactly.
+  ir::Tensor back = ir::Tensor::zeros(w.type());
+  memory to(plain, eng, back.raw());
+  dnnl::stream s(eng);
+  memory from = a->mem;  // a handle: reorder takes non-const ones
+  dnnl::reorder(from, to).execute(s, from, to);
+  s.wait();
+  CHECK(std::equal(back.span<float>().begin(), back.span<float>().end(), w.span<float>().begin()));
+  a.reset();
+  b.reset();
+  c.reset();
+  CHECK(packs.bytes() == 0);
+  packs.get(w.raw(), plain, blocked, eng, &made);
+  CHECK(made);
+}
+
+TEST_CASE("packed weights: plain pages of a file-backed weight are dropped unless read in place", "[packed]") {
+  MappedFile f = mappedTensor(512, 512);  // 1 MiB: 256 pages
+  const float expected = sum(f.tensor);   // touches every page
+  REQUIRE(residentPages(f.tensor) > 200);
+
+  SECTION("packed only: dropped, and still readable (from the file)") {
+    PackedWeights packs;
+    packs.notePacked(f.tensor, 0, f.tensor.bytes());
+    CHECK(residentPages(f.tensor) == 0);
+    CHECK(sum(f.tensor) == expected);
+    REQUIRE(residentPages(f.tensor) > 200);
+    CHECK(packs.releasePlainPages() == f.tensor.bytes());  // a later sweep drops them again
+    CHECK(residentPages(f.tensor) == 0);
+  }
+  SECTION("read in place too: kept") {
+    PackedWeights packs;
+    packs.notePlainRead(static_cast<const char*>(f.tensor.raw()) + 4096, 16);
+    packs.notePacked(f.tensor, 0, f.tensor.bytes());
+    CHECK(packs.releasePlainPages() == 0);
+    CHECK(residentPages(f.tensor) > 200);
+  }
+  SECTION("only the packed rows' pages go") {
+    PackedWeights packs;
+    const std::size_t half = f.tensor.bytes() / 2;
+    packs.notePlainRead(f.tensor.raw(), half);
+    packs.notePacked(f.tensor, half, half);
+    const std::size_t resident = residentPages(f.tensor);
+    CHECK(resident <= 129);
+    CHECK(resident >= 127);
+  }
+  SECTION("disabled: nothing dropped") {
+    PackedWeights packs(false);
+    packs.notePacked(f.tensor, 0, f.tensor.bytes());
+    CHECK(residentPages(f.tensor) > 200);
+  }
+}
+
+TEST_CASE("packed weights: memory that is not file-backed is never dropped", "[packed]") {
+  ir::Tensor t = ir::Tensor::zeros({ir::DType::F32, {512, 512}});
+  t.data<float>()[100000] = 3.0f;
+  CHECK(t.dropResidentPages(0, t.bytes()) == 0);
+  PackedWeights packs;
+  packs.notePacked(t, 0, t.bytes());
+  CHECK(packs.releasePlainPages() == 0);
+  CHECK(t.data<float>()[100000] == 3.0f);
+}
+
+TEST_CASE("packed weights: plans of one executor over a file-backed weight give the plain results", "[packed]") {
+  MappedFile f = mappedTensor(256, 128);  // linear weight [out 256, in 128]
+  ir::TensorMap weights{{"w", f.tensor}};
+  auto exe = backend::makeOnednnExecutor();
+  auto reference = backend::makeReferenceExecutor();
+  for (std::int64_t m : {1, 7, 64}) {
+    const std::string text = "graph @g {\n  %0 = input() {name = \"x\"} : f32[" + std::to_string(m) +
+                             ",128]\n  %1 = weight() {name = \"w\"} : f32[256,128]\n  %2 = linear(%0, %1) : f32[" +
+                             std::to_string(m) + ",256]\n  output(%2) {name = \"y\"}\n}\n";
+    ir::Graph g = ir::parse(text);
+    ir::Tensor x = ir::Tensor::zeros({ir::DType::F32, {m, 128}});
+    for (std::int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float(i % 13) * 0.25f;
+    auto plan = exe->compile(g, weights);
+    CHECK(residentPages(f.tensor) == 0);  // the plan reads the packed copy only
+    const ir::Tensor y = plan->run({{"x", x}}).at("y");
+    const ir::Tensor want = reference->compile(g, weights)->run({{"x", x}}).at("y");
+    REQUIRE(y.numel() == want.numel());
+    for (std::int64_t i = 0; i < y.numel(); ++i) CHECK(y.data<float>()[i] == Approx(want.data<float>()[i]).epsilon(1e-5));
+  }
+}
