@@ -83,10 +83,15 @@ dnnl::memory Lowering::constantWeights(const View& w, const memory::desc& plainM
 }
 
 void Lowering::notePlainReads(const std::vector<View>& ops, bool aliased) {
+  // An embedding lookup reads only the rows of its tokens: it faults those
+  // pages back in as it goes, and must not keep the whole table resident.
+  const bool gather = g_.kind(node_) == ir::OpKind::Embedding;
   if (!aliased)
-    for (const View& v : ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const View& v = ops[i];
       const Buffer& b = plan_.buffers[v.buffer];
-      if (b.kind != BufferKind::Weight || std::find(packedNow_.begin(), packedNow_.end(), v.buffer) != packedNow_.end())
+      if (b.kind != BufferKind::Weight || (gather && i == 0) ||
+          std::find(packedNow_.begin(), packedNow_.end(), v.buffer) != packedNow_.end())
         continue;
       if (v.strides.empty()) packs_.notePlainRead(plan_.ptr(v), v.type.bytes());
       else packs_.notePlainRead(b.ptr, b.weight ? b.weight->bytes() : v.offset + v.type.bytes());  // the whole tensor

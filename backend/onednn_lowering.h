@@ -125,8 +125,9 @@ class Lowering {
   void record(ir::Node n, const char* kind, const std::string& impl);
   bool isConstant(const View& v) const;
   dnnl::memory constantWeights(const View& w, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& wantMd);
-  // Tells packs_ which bytes of user weights node `n` reads in place (all its
-  // weight operands but those it packed), unless `n` only aliases them.
+  // Tells packs_ which bytes of user weights the current node reads in place
+  // (its weight operands but those it packed and an embedding's table),
+  // unless it only aliases them.
   void notePlainReads(const std::vector<View>& ops, bool aliased);
 
   void lowerNode(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased);

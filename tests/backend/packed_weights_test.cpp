@@ -172,3 +172,27 @@ TEST_CASE("packed weights: plans of one executor over a file-backed weight give 
     for (std::int64_t i = 0; i < y.numel(); ++i) CHECK(y.data<float>()[i] == Approx(want.data<float>()[i]).epsilon(1e-5));
   }
 }
+
+TEST_CASE("packed weights: a tied table's lookup does not keep its packed output layer resident", "[packed]") {
+  MappedFile f = mappedTensor(4096, 256);  // [vocabulary 4096, d 256], 4 MiB: 1024 pages
+  ir::TensorMap weights{{"emb", f.tensor}, {"out", f.tensor}};
+  const std::string text = R"(graph @g {
+  %0 = input() {name = "tokens"} : i64[8,1]
+  %1 = weight() {name = "emb"} : f32[4096,256]
+  %2 = embedding(%1, %0) {lo = 0} : f32[8,1,256]
+  %3 = weight() {name = "out"} : f32[4096,256]
+  %4 = linear(%2, %3) : f32[8,1,4096]
+  output(%4) {name = "logits"}
+}
+)";
+  ir::Graph g = ir::parse(text);
+  ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {8, 1}});
+  for (std::int64_t i = 0; i < 8; ++i) tokens.data<std::int64_t>()[i] = i * 500;
+  auto plan = backend::makeOnednnExecutor()->compile(g, weights);
+  // Dropped although the lookup reads the table in place: it faults back only
+  // the pages of its rows (and what the kernel maps around them).
+  CHECK(residentPages(f.tensor) == 0);
+  const ir::Tensor y = plan->run({{"tokens", tokens}}).at("logits");
+  const ir::Tensor want = backend::makeReferenceExecutor()->compile(g, weights)->run({{"tokens", tokens}}).at("logits");
+  for (std::int64_t i = 0; i < y.numel(); ++i) CHECK(y.data<float>()[i] == Approx(want.data<float>()[i]).epsilon(1e-5));
+}
