@@ -10,3 +10,4 @@
 #include "passes/fold_positions.h"
 #include "passes/fuse_epilogues.h"
 #include "passes/fuse_rel_shift.h"
+#include "passes/pretranspose_constants.h"

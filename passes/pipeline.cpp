@@ -36,6 +36,9 @@ const std::vector<std::string>& defaultPipeline() {
       "cse",
       // AC + shift(BD), (any remaining) scale and the mask as one rel_scores op.
       "fuse-rel-shift",
+      // Constant operands the score matmuls read transposed (W_r R) laid out
+      // transposed once, after fuse-rel-shift, which matches the BD matmul.
+      "pretranspose-constants",
       // Last of the fusions: it consumes the linear ops the passes above
       // create or leave (and would hide them from those passes' patterns).
       "fuse-epilogues",
