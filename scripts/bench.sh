@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# scripts/bench.sh - the performance benchmarks of docs/PERFORMANCE.md, each
+# run several times (a fresh txlc process per run), reported as the median of
+# every figure over the runs: the reproducible form of `txlc bench`.
+#
+# Usage: scripts/bench.sh [--threads T] [--repeat N] [--segments S] [--txlc PATH]
+#   defaults: 2 threads, 3 runs, 10 timed segments (20 at qlen 1), build/tools/txlc
+# Prints one Markdown table on stdout (progress on stderr). Run it on a quiet
+# machine: OpenMP threads that share a core with another process wait out its
+# time slices, and the figures then measure the scheduler.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+threads=2 repeat=3 segments=10 txlc=build/tools/txlc
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --threads) threads="$2"; shift 2 ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    --segments) segments="$2"; shift 2 ;;
+    --txlc) txlc="$2"; shift 2 ;;
+    *) echo "scripts/bench.sh: unknown option '$1'; expected --threads, --repeat, --segments or --txlc" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$txlc" ]] || { echo "scripts/bench.sh: $txlc: not an executable (build first: scripts/test.sh)" >&2; exit 2; }
+
+# name | arguments
+benchmarks=(
+  "enwik8 base, qlen 80, mem 2100|bench/enwik8_base.json --segments $segments"
+  "enwik8 base, qlen 1, mem 2100|bench/enwik8_base.json --qlen 1 --segments $((2 * segments))"
+  "WT103 base + NLL, qlen 64, mem 640|bench/wt103_base.json --nll --segments $segments"
+  "small, batch 8, qlen 128, mem 128|bench/small_b8.json --batch 8 --segments $segments"
+)
+keys=(tokens_per_s ms_per_segment avg_ms p99_ms efficiency memory_floor_ratio peak_rss_bytes rss_budget_bytes)
+
+# The value of a top-level numeric key in txlc's pretty-printed JSON (null: "-").
+field() { sed -n "s/^  \"$1\": \(.*\),\{0,1\}$/\1/p" "$2" | sed 's/,$//' | head -1; }
+median() { tr ' ' '\n' | grep -v '^-*$' | grep -v null | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2}'; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "| benchmark | threads | runs | tokens/s | median ms | avg ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+for b in "${benchmarks[@]}"; do
+  name="${b%%|*}" args="${b#*|}"
+  declare -A values=()
+  for ((r = 1; r <= repeat; r++)); do
+    echo "scripts/bench.sh: $name, run $r of $repeat" >&2
+    # shellcheck disable=SC2086
+    "$txlc" bench $args --random-weights --prefill --threads "$threads" --json >"$tmp/out.json"
+    for k in "${keys[@]}"; do values[$k]+="$(field "$k" "$tmp/out.json") "; done
+  done
+  med() { echo "${values[$1]}" | median; }
+  mib() { awk -v b="$(med "$1")" 'BEGIN { if (b == "-") print "-"; else printf "%.1f", b / 1048576 }'; }
+  printf "| %s | %s | %s | %.1f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$threads" "$repeat" \
+    "$(med tokens_per_s)" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p99_ms)" "$(med efficiency)" \
+    "$(med memory_floor_ratio | awk '{ if ($1 == "-") print "-"; else printf "%.2f", $1 }')" \
+    "$(mib peak_rss_bytes)" "$(mib rss_budget_bytes)"
+  unset values
+done
