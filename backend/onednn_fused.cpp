@@ -112,21 +112,26 @@ float logSoftmaxAt(const float* row, std::int64_t j, const RowLse& lse) {
 
 void logprobPick(const float* x, std::int64_t n, const std::int64_t* idx, std::int64_t rows, const float* y,
                  std::int64_t m, const LogprobPickRange& range, float* out) {
-  // Check every target first: nothing may throw inside the parallel region.
-  for (std::int64_t p = 0; p < rows; ++p)
+  // Check every target first (nothing may throw inside the parallel
+  // region), write the zeros of the rows whose target is elsewhere, and
+  // count the rows that need work.
+  const std::int64_t width = range.end - range.start;
+  auto inRange = [&](std::int64_t p) { return idx[p] >= range.offset && idx[p] < range.offset + width; };
+  std::int64_t hits = 0;
+  for (std::int64_t p = 0; p < rows; ++p) {
     if (idx[p] < 0 || idx[p] >= range.classes)
       throw Error("logprob_pick: index " + std::to_string(idx[p]) + " at position " + std::to_string(p) +
                   " is outside [0, " + std::to_string(range.classes) + ")");
-  const std::int64_t width = range.end - range.start;
-  // Only the rows whose target is in range cost anything, and those may
-  // cluster: hand rows out one at a time.
-#pragma omp parallel for schedule(dynamic, 1)
+    if (inRange(p)) ++hits;
+    else out[p] = 0.0f;
+  }
+  // Rows in range may cluster (all in the head, say): hand rows out one at a
+  // time; below ~64K values a team costs more than it saves.
+  const bool parallel = hits > 1 && hits * (n + m) >= (std::int64_t(1) << 16);
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
   for (std::int64_t p = 0; p < rows; ++p) {
+    if (!inRange(p)) continue;
     const std::int64_t t = idx[p] - range.offset;
-    if (t < 0 || t >= width) {
-      out[p] = 0.0f;
-      continue;
-    }
     const float* xr = x + p * n;
     float v = logSoftmaxAt(xr, range.start + t, logSumExpRow(xr, n));
     if (y) {
