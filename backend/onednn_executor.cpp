@@ -250,6 +250,7 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
       case ir::OpKind::RelShift:
       case ir::OpKind::Pick:
       case ir::OpKind::RelScores:
+      case ir::OpKind::LogprobPick:
       case ir::OpKind::FusedLinear:
         newArena(n, *op.type, t);
         break;

@@ -1,4 +1,5 @@
-// backend/onednn_fused.cpp - the oneDNN lowering of rel_scores and fused_linear.
+// backend/onednn_fused.cpp - the oneDNN lowering of rel_scores, logprob_pick
+// and fused_linear.
 //
 // rel_scores is an own kernel: per score row, one loop over the keys that the
 // shifted BD row covers (a select between the mask value and
@@ -9,6 +10,11 @@
 // row softmax fused, the row is normalized right after it is written, while
 // it is in cache (scoreRow).
 //
+// logprob_pick is an own kernel too: rows split over the OpenMP team; a row
+// whose target is in the op's range gets its log-sum-exp in one read of the
+// logits (logSumExpRow), a row whose target is elsewhere is not read at all.
+// Nothing of the logits' size is written.
+//
 // fused_linear is lowerLinear plus a post-op chain: eltwise_relu, then
 // binary_add with the residual as a dense [M, out] src1 (the form oneDNN 2.6
 // keeps on brg:avx512_core; a broadcast src1 would fall back to ref:any).
@@ -17,9 +23,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <limits>
 
 #include "backend/onednn_lowering.h"
+#include "backend/vector_exp.h"
 #include "ir/check.h"
 
 namespace txl::backend {
@@ -30,9 +38,8 @@ namespace {
 
 // One score row: y[j] = value where m[j] != 0, else scale * (a[j] + b[j])
 // (b read for j < covered, else 0); then with `softmax` the row's softmax:
-// its max, exp and sum in one loop (own exp: Cody-Waite reduction and a
-// degree-6 polynomial, 6e-8 relative error, exactly 0 for -inf), the scale
-// by 1 / sum. Cloned for AVX-512 (the rest of txlc targets baseline x86-64).
+// its max, exp and sum in one loop (own exp, vector_exp.h), the scale by
+// 1 / sum. Cloned for AVX-512 (the rest of txlc targets baseline x86-64).
 __attribute__((target_clones("avx512f", "default"))) void scoreRow(const float* a, const float* b, const float* m,
                                                                    std::int64_t k, std::int64_t covered, float scale,
                                                                    float value, bool softmax, float* y) {
@@ -52,20 +59,7 @@ __attribute__((target_clones("avx512f", "default"))) void scoreRow(const float* 
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (std::int64_t j = 0; j < k; ++j) {
-    const float x = std::max(y[j] - max, -87.0f);  // x <= 0; below -87 the result is 0 in f32 anyway
-    const float n = std::nearbyint(x * 1.44269504088896341f);
-    const float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // x - n ln 2, in two parts
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
-    float twoN;
-    std::memcpy(&twoN, &bits, sizeof twoN);
-    const float e = y[j] == kNegInf ? 0.0f : p * twoN;
+    const float e = expNonPositive(y[j] - max);
     y[j] = e;
     sum += e;
   }
@@ -74,7 +68,79 @@ __attribute__((target_clones("avx512f", "default"))) void scoreRow(const float* 
   for (std::int64_t j = 0; j < k; ++j) y[j] *= inv;
 }
 
+// max(x) and log(sum(exp(x - max))) of one row, the row read once: per
+// block of kBlock values (in L1 after its max loop) the block's max, the
+// running sum rescaled when the max grows, then the block's exps summed
+// (own exp, vector_exp.h; f32 within a block, double across blocks).
+struct RowLse {
+  float max;
+  double logSum;
+};
+
+__attribute__((target_clones("avx512f", "default"))) RowLse logSumExpRow(const float* x, std::int64_t n) {
+  constexpr std::int64_t kBlock = 2048;  // 8 KiB
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  float max = kNegInf;
+  double sum = 0.0;
+  for (std::int64_t b = 0; b < n; b += kBlock) {
+    const float* xb = x + b;
+    const std::int64_t len = std::min(kBlock, n - b);
+    float blockMax = kNegInf;
+#pragma omp simd reduction(max : blockMax)
+    for (std::int64_t j = 0; j < len; ++j) blockMax = xb[j] > blockMax ? xb[j] : blockMax;
+    if (blockMax > max) {
+      sum *= std::exp(double(max) - double(blockMax));  // 0 while max is -inf
+      max = blockMax;
+    }
+    if (max == kNegInf) continue;  // every value so far is -inf
+    float blockSum = 0.0f;
+#pragma omp simd reduction(+ : blockSum)
+    for (std::int64_t j = 0; j < len; ++j) blockSum += expNonPositive(xb[j] - max);
+    sum += blockSum;
+  }
+  return {max, std::log(sum)};
+}
+
+// log_softmax(row)[j] from the row's RowLse, in the reference's order:
+// (x[j] - max) - log(sum). A row of -inf only gives NaN, as log_softmax does.
+float logSoftmaxAt(const float* row, std::int64_t j, const RowLse& lse) {
+  if (lse.max == -std::numeric_limits<float>::infinity()) return std::numeric_limits<float>::quiet_NaN();
+  return float((double(row[j]) - double(lse.max)) - lse.logSum);
+}
+
 }  // namespace
+
+void logprobPick(const float* x, std::int64_t n, const std::int64_t* idx, std::int64_t rows, const float* y,
+                 std::int64_t m, const LogprobPickRange& range, float* out) {
+  // Check every target first (nothing may throw inside the parallel
+  // region), write the zeros of the rows whose target is elsewhere, and
+  // count the rows that need work.
+  const std::int64_t width = range.end - range.start;
+  auto inRange = [&](std::int64_t p) { return idx[p] >= range.offset && idx[p] < range.offset + width; };
+  std::int64_t hits = 0;
+  for (std::int64_t p = 0; p < rows; ++p) {
+    if (idx[p] < 0 || idx[p] >= range.classes)
+      throw Error("logprob_pick: index " + std::to_string(idx[p]) + " at position " + std::to_string(p) +
+                  " is outside [0, " + std::to_string(range.classes) + ")");
+    if (inRange(p)) ++hits;
+    else out[p] = 0.0f;
+  }
+  // Rows in range may cluster (all in the head, say): hand rows out one at a
+  // time; below ~64K values a team costs more than it saves.
+  const bool parallel = hits > 1 && hits * (n + m) >= (std::int64_t(1) << 16);
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (std::int64_t p = 0; p < rows; ++p) {
+    if (!inRange(p)) continue;
+    const std::int64_t t = idx[p] - range.offset;
+    const float* xr = x + p * n;
+    float v = logSoftmaxAt(xr, range.start + t, logSumExpRow(xr, n));
+    if (y) {
+      const float* yr = y + p * m;
+      v += logSoftmaxAt(yr, range.column, logSumExpRow(yr, m));
+    }
+    out[p] = v;
+  }
+}
 
 void relScores(const float* ac, const float* bd, const float* mask, std::int64_t matrices, std::int64_t q,
                std::int64_t k, float scale, float value, bool softmax, float* out) {
@@ -146,6 +212,21 @@ void Lowering::lowerRelScores(ir::Node n, const std::vector<View>& ops, const Vi
               kernels::relScores(reinterpret_cast<const float*>(p->ptr(ac)), reinterpret_cast<const float*>(p->ptr(bd)),
                                  reinterpret_cast<const float*>(p->ptr(mask)), out.type.numel() / (q * k), q, k, scale,
                                  value, softmax, reinterpret_cast<float*>(p->ptr(out)));
+            });
+}
+
+void Lowering::lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out) {
+  const auto& attrs = g_.op(n).attrs;
+  for (const View& v : ops) TXL_CHECK(v.strides.empty(), "logprob_pick reads dense operands only");
+  const bool hasY = ops.size() == 3;
+  const kernels::LogprobPickRange range{attrs.getInt("offset"), attrs.getInt("start"), attrs.getInt("end"),
+                                        attrs.getInt("classes"), attrs.getInt("column", 0)};
+  addKernel(n, "txl:logprob_pick",
+            [p = &plan_, x = ops[0], idx = ops[1], y = hasY ? ops[2] : View{}, hasY, out, range] {
+              kernels::logprobPick(reinterpret_cast<const float*>(p->ptr(x)), x.type.shape.back(),
+                                   reinterpret_cast<const std::int64_t*>(p->ptr(idx)), out.type.numel(),
+                                   hasY ? reinterpret_cast<const float*>(p->ptr(y)) : nullptr,
+                                   hasY ? y.type.shape.back() : 0, range, reinterpret_cast<float*>(p->ptr(out)));
             });
 }
 

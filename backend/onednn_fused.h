@@ -1,7 +1,8 @@
 // backend/onednn_fused.h - oneDNN lowering of the fused ops the passes
-// introduce: rel_scores (an own kernel, one pass over the score block) and
+// introduce: rel_scores (an own kernel, one pass over the score block),
+// logprob_pick (an own kernel, one read of a logits row per target in range) and
 // fused_linear (one matmul primitive with bias and eltwise_relu / binary_add
-// post-ops). The Lowering members lowerRelScores / lowerFusedLinear are
+// post-ops). The Lowering members lowerRelScores / lowerLogprobPick / lowerFusedLinear are
 // defined in onednn_fused.cpp; these free functions are shared with the
 // target info, which asks oneDNN what the lowering would get.
 //
@@ -32,5 +33,16 @@ namespace txl::backend::kernels {
 // softmax. Reads bd only inside its row.
 void relScores(const float* ac, const float* bd, const float* mask, std::int64_t matrices, std::int64_t q,
                std::int64_t k, float scale, float value, bool softmax, float* out);
+
+// The attributes of logprob_pick (ir/ops.def); column is read only with y.
+struct LogprobPickRange {
+  std::int64_t offset = 0, start = 0, end = 0, classes = 0, column = 0;
+};
+
+// logprob_pick over `rows` rows: x [rows, n], idx [rows], y [rows, m] or null,
+// out [rows] (dense). Throws txl::Error (before any work) for an index
+// outside [0, classes).
+void logprobPick(const float* x, std::int64_t n, const std::int64_t* idx, std::int64_t rows, const float* y,
+                 std::int64_t m, const LogprobPickRange& range, float* out);
 
 }  // namespace txl::backend::kernels

@@ -436,6 +436,7 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
       });
     }
     case ir::OpKind::RelScores: return lowerRelScores(n, ops, out);
+    case ir::OpKind::LogprobPick: return lowerLogprobPick(n, ops, out);
     case ir::OpKind::FusedLinear: return lowerFusedLinear(n, ops, out);
     case ir::OpKind::Pick: {
       TXL_CHECK(out.type.dtype == ir::DType::F32, "pick lowering takes f32 only");

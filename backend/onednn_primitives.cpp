@@ -144,7 +144,8 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::Embedding:
     case ir::OpKind::RelShift:
     case ir::OpKind::Pick:
-    case ir::OpKind::RelScores:  // an own kernel (onednn_fused.cpp)
+    case ir::OpKind::RelScores:    // own kernels (onednn_fused.cpp)
+    case ir::OpKind::LogprobPick:
       return std::nullopt;
     case ir::OpKind::FusedLinear:
       return fusedLinearPd(eng, operandType(0), operandType(1), op.attrs.getBool("bias"), op.attrs.getBool("residual"),

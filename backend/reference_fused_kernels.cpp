@@ -1,10 +1,17 @@
-// backend/reference_fused_kernels.cpp - relScores() and fusedLinear().
+// backend/reference_fused_kernels.cpp - relScores(), fusedLinear() and logprobPick().
 //
 // fusedLinear composes the unfused reference kernels, so a fused graph is
 // bit-identical to the unfused one on the reference interpreter. relScores
 // computes the unfused chain's arithmetic in the same order (f32 add, then
-// the scale in double rounded to f32, as ref::add and ref::scale do).
+// the scale in double rounded to f32, as ref::add and ref::scale do), and so
+// does logprobPick (ref::logSoftmax's double max / sum / log rounded to f32,
+// then the f32 add of the head's column).
 #include "backend/reference_fused_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
 
 #include "backend/reference_kernels.h"
 #include "ir/check.h"
@@ -42,6 +49,41 @@ ir::Tensor fusedLinear(const ir::Tensor& x, const ir::Tensor& w, const ir::Tenso
   if (relu) y = ref::relu(y);
   if (residual) y = add(y, *residual);
   return y;
+}
+
+namespace {
+
+// log_softmax(row)[j] exactly as ref::logSoftmax computes it.
+float logSoftmaxAt(const float* row, std::int64_t n, std::int64_t j) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (std::int64_t i = 0; i < n; ++i) max = std::max(max, double(row[i]));
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) sum += std::exp(double(row[i]) - max);
+  return float((double(row[j]) - max) - std::log(sum));
+}
+
+}  // namespace
+
+ir::Tensor logprobPick(const ir::Tensor& x, const ir::Tensor& idx, const ir::Tensor* y, std::int64_t offset,
+                       std::int64_t start, std::int64_t end, std::int64_t classes, std::int64_t column) {
+  TXL_CHECK(x.dtype() == ir::DType::F32 && idx.dtype() == ir::DType::I64 && x.type().rank() >= 1 &&
+                x.numel() == idx.numel() * x.shape().back() && 0 <= start && start <= end && end <= x.shape().back(),
+            "logprob_pick: x " + x.type().str() + ", idx " + idx.type().str());
+  const std::int64_t n = x.shape().back(), m = y ? y->shape().back() : 0;
+  TXL_CHECK(!y || (y->dtype() == ir::DType::F32 && y->numel() == idx.numel() * m && 0 <= column && column < m),
+            "logprob_pick: y " + (y ? y->type().str() : std::string()));
+  ir::Tensor out = ir::Tensor::zeros({ir::DType::F32, idx.shape()});
+  for (std::int64_t p = 0; p < idx.numel(); ++p) {
+    const std::int64_t t = idx.data<std::int64_t>()[p];
+    if (t < 0 || t >= classes)
+      throw Error("logprob_pick: index " + std::to_string(t) + " at position " + std::to_string(p) +
+                  " is outside [0, " + std::to_string(classes) + ")");
+    if (t < offset || t >= offset + (end - start)) continue;
+    float v = logSoftmaxAt(x.data<float>() + p * n, n, start + t - offset);
+    if (y) v += logSoftmaxAt(y->data<float>() + p * m, m, column);
+    out.data<float>()[p] = v;
+  }
+  return out;
 }
 
 }  // namespace txl::backend::ref

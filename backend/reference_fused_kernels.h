@@ -1,5 +1,5 @@
 // backend/reference_fused_kernels.h - reference kernels of the fused ops the
-// passes introduce (rel_scores, fused_linear): plain loops, the ground truth
+// passes introduce (rel_scores, fused_linear, logprob_pick): plain loops, the ground truth
 // their oneDNN lowerings (onednn_fused.cpp) are tested against.
 //
 //   Tensor s = ref::relScores(ac, bdRaw, ref::attnMask(q, m, m, false), 0.125, -INFINITY);
@@ -16,5 +16,12 @@ ir::Tensor relScores(const ir::Tensor& ac, const ir::Tensor& bd, const ir::Tenso
 // linear(x, w, bias), then relu when asked, then + residual (null: none).
 ir::Tensor fusedLinear(const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* bias, const ir::Tensor* residual,
                        bool relu);
+
+// The logprob_pick op (ir/ops.def): x f32[..., N], idx i64[...], y f32[..., M]
+// or null. For t = idx[p]: log_softmax(x)[p, start + t - offset]
+// (+ log_softmax(y)[p, column]) when offset <= t < offset + end - start, else 0;
+// t outside [0, classes) throws txl::Error, as pick does.
+ir::Tensor logprobPick(const ir::Tensor& x, const ir::Tensor& idx, const ir::Tensor* y, std::int64_t offset,
+                       std::int64_t start, std::int64_t end, std::int64_t classes, std::int64_t column);
 
 }  // namespace txl::backend::ref

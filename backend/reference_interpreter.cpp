@@ -113,6 +113,9 @@ class ReferencePlan final : public CompiledGraph {
         Tensor scores = ref::relScores(x[0], x[1], x[2], a.getFloat("scale"), a.getFloat("value"));
         return a.getBool("softmax") ? ref::softmax(scores, -1) : scores;  // as the unfused chain computes it
       }
+      case OpKind::LogprobPick:
+        return ref::logprobPick(x[0], x[1], x.size() == 3 ? &x[2] : nullptr, a.getInt("offset"), a.getInt("start"),
+                                a.getInt("end"), a.getInt("classes"), a.getInt("column", 0));
       case OpKind::FusedLinear:
         return ref::fusedLinear(x[0], x[1], a.getBool("bias") ? &x[2] : nullptr, a.getBool("residual") ? &x.back() : nullptr,
                                 a.getBool("relu"));

@@ -224,6 +224,35 @@ Inferred relScores(const std::vector<TensorType>& ops, const Attrs& attrs) {
   return ok(ac);
 }
 
+Inferred logprobPick(const std::vector<TensorType>& ops, const Attrs& attrs) {
+  for (const char* key : {"offset", "start", "end", "classes"}) TXL_NEED(key, kInt);
+  const auto& x = ops[0];
+  const auto& idx = ops[1];
+  if (x.dtype != DType::F32 || x.rank() < 1) return fail("x must be f32[..., N], got " + x.str());
+  if (idx.dtype != DType::I64 || Shape(x.shape.begin(), x.shape.end() - 1) != idx.shape)
+    return fail("indices must be i64 of the shape of " + x.str() + " without its last axis, got " + idx.str());
+  const std::int64_t offset = attrs.getInt("offset"), start = attrs.getInt("start"), end = attrs.getInt("end"),
+                     classes = attrs.getInt("classes");
+  if (start < 0 || end < start || end > x.shape.back())
+    return fail("needs 0 <= start <= end <= " + std::to_string(x.shape.back()) + ", got start " +
+                std::to_string(start) + ", end " + std::to_string(end));
+  if (offset < 0 || offset + (end - start) > classes)
+    return fail("ids [" + std::to_string(offset) + ", " + std::to_string(offset + end - start) +
+                ") must lie in [0, classes = " + std::to_string(classes) + ")");
+  if (ops.size() == 3) {
+    TXL_NEED("column", kInt);
+    const auto& y = ops[2];
+    if (y.dtype != DType::F32 || y.rank() != x.rank() || Shape(y.shape.begin(), y.shape.end() - 1) != idx.shape)
+      return fail("y must be f32 with the leading shape of " + x.str() + ", got " + y.str());
+    const std::int64_t column = attrs.getInt("column");
+    if (column < 0 || column >= y.shape.back())
+      return fail("column " + std::to_string(column) + " is outside y " + y.str());
+  } else if (attrs.has("column")) {
+    return fail("attribute 'column' needs the operand y");
+  }
+  return ok({DType::F32, idx.shape});
+}
+
 Inferred fusedLinear(const std::vector<TensorType>& ops, const Attrs& attrs) {
   for (const char* key : {"bias", "relu", "residual"})
     if (attrs.has(key) && attrs.items().at(key).index() != kBool) return fail(std::string("attribute '") + key + "' must be a bool");
@@ -343,6 +372,8 @@ Inferred inferType(OpKind kind, const std::vector<TensorType>& ops, const Attrs&
       return relScores(ops, attrs);
     case OpKind::FusedLinear:
       return fusedLinear(ops, attrs);
+    case OpKind::LogprobPick:
+      return logprobPick(ops, attrs);
   }
   return fail("unknown op");
 }

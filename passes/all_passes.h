@@ -9,5 +9,6 @@
 #include "passes/fold_bias_terms.h"
 #include "passes/fold_positions.h"
 #include "passes/fuse_epilogues.h"
+#include "passes/fuse_nll.h"
 #include "passes/fuse_rel_shift.h"
 #include "passes/pretranspose_constants.h"

@@ -47,6 +47,11 @@ double nodeFlops(const ir::Graph& g, Node n) {
       return 5.0 * numel(out);
     case OpKind::LayerNorm:
       return 8.0 * numel(out);
+    case OpKind::LogprobPick: {  // a log-sum-exp per row (and of y's row), as if every target were in range
+      double f = 5.0 * numel(g.type(g.operand(n, 0)));
+      if (g.numOperands(n) == 3) f += 5.0 * numel(g.type(g.operand(n, 2)));
+      return f;
+    }
     default:
       return 0;
   }

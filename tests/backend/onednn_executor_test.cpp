@@ -3,6 +3,7 @@
 // data; the implementations oneDNN picks for transformer-sized primitives.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -444,4 +445,78 @@ TEST_CASE("onednn: rel_scores with and without its row softmax, against the refe
   g.addOutput("y", g.add(OpKind::RelScores, {ac, bd, mask}, {{"scale", 1.0}, {"value", -kInf}, {"softmax", true}}));
   TensorMap inputs{{"mask", full}};
   compareWithReference(g, inputs);
+}
+
+TEST_CASE("onednn: logprob_pick against the reference, targets at the range's edges", "[onednn]") {
+  // x spans several of the kernel's 2048-value blocks and ends in a partial
+  // one; magnitudes up to 1000 (no -inf); rows whose maximum sits in the last
+  // block rescale the running sum.
+  const I rows0 = 6, rows1 = 7, n = 5000, m = 37;
+  struct Range {
+    I offset, start, end, classes;
+    bool head;
+  };
+  const std::vector<Range> ranges = {{0, 0, n, n, false},           // no clusters: the whole row
+                                     {0, 0, 4000, 9000, false},     // a shortlist: the head's first columns
+                                     {4000, 0, n, 9000, true},      // a tail cluster plus its head column
+                                     {6000, 1, 3001, 9000, true}};  // a slice of x in the middle of the ids
+  for (const float magnitude : {1.0f, 80.0f, 1000.0f})
+    for (const Range& r : ranges) {
+      INFO("magnitude " << magnitude << ", offset " << r.offset << ", columns " << r.start << ".." << r.end
+                        << ", classes " << r.classes << ", head " << r.head);
+      ir::Graph g;
+      Node x = g.addInput("x", f32({rows0, rows1, n}));
+      Node idx = g.addInput("idx", i64({rows0, rows1}));
+      ir::Attrs attrs{{"offset", r.offset}, {"start", r.start}, {"end", r.end}, {"classes", r.classes}};
+      std::vector<Node> operands = {x, idx};
+      if (r.head) {
+        operands.push_back(g.addInput("y", f32({rows0, rows1, m})));
+        attrs.set("column", I(m - 2));
+      }
+      g.addOutput("lp", g.add(OpKind::LogprobPick, operands, attrs));
+
+      TensorMap inputs{{"x", randomF32({rows0, rows1, n}, 11)}, {"y", randomF32({rows0, rows1, m}, 12)}};
+      for (float& v : inputs["x"].span<float>()) v *= magnitude;
+      for (float& v : inputs["y"].span<float>()) v *= magnitude;
+      float* x0 = inputs["x"].data<float>();
+      for (I j = 0; j < n; ++j) x0[j] = magnitude * float(j) / float(n);  // row 0: increasing, max at the end
+      Tensor t = randomI64({rows0, rows1}, 0, r.classes - 1, 13);
+      const I width = r.end - r.start;
+      const std::vector<I> edges = {0,           r.offset - 1,   r.offset,     r.offset + 1, r.offset + width - 1,
+                                    r.offset + width, r.classes - 1, r.offset + width / 2};
+      for (std::size_t i = 0; i < edges.size(); ++i) t.data<I>()[i] = std::clamp<I>(edges[i], 0, r.classes - 1);
+      t.data<I>()[0] = r.offset + width - 1;  // row 0 picks its largest value (when the range reaches it)
+      inputs["idx"] = t;
+      if (!r.head) inputs.erase("y");
+      auto plan = compareWithReference(g, inputs);
+      CHECK(stepsOf(*plan).back().impl == "txl:logprob_pick");
+    }
+}
+
+TEST_CASE("onednn: logprob_pick of a row of -inf is NaN; an index outside classes is an error", "[onednn]") {
+  ir::Graph g;
+  Node x = g.addInput("x", f32({3, 4}));
+  Node idx = g.addInput("idx", i64({3}));
+  g.addOutput("lp", g.add(OpKind::LogprobPick, {x, idx}, {{"offset", I(2)}, {"start", I(0)}, {"end", I(4)},
+                                                            {"classes", I(6)}}));
+  Tensor xs = randomF32({3, 4}, 5);
+  for (I j = 0; j < 4; ++j) xs.data<float>()[j] = -kInf;  // row 0 all -inf
+  xs.data<float>()[4 + 1] = -kInf;                        // row 1 partly -inf: still finite elsewhere
+  Tensor t = Tensor::zeros(i64({3}));
+  t.data<I>()[0] = 3, t.data<I>()[1] = 5, t.data<I>()[2] = 1;  // row 2: outside the range, 0
+  TensorMap inputs{{"x", xs}, {"idx", t}};
+  compareWithReference(g, inputs);
+  {
+    auto plan = makeOnednnExecutor()->compile(g, {});
+    const Tensor& lp = plan->run(inputs).at("lp");
+    CHECK(std::isnan(lp.data<float>()[0]));
+    CHECK(std::isfinite(lp.data<float>()[1]));
+    CHECK(lp.data<float>()[2] == 0.0f);
+  }
+  t.data<I>()[2] = 6;
+  inputs["idx"] = t;
+  CHECK_THROWS_WITH(makeReferenceExecutor()->compile(g, {})->run(inputs),
+                    Catch::Contains("index 6 at position 2 is outside [0, 6)"));
+  CHECK_THROWS_WITH(makeOnednnExecutor()->compile(g, {})->run(inputs),
+                    Catch::Contains("index 6 at position 2 is outside [0, 6)"));
 }

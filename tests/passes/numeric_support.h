@@ -20,7 +20,7 @@ ir::TensorMap randomWeights(const ir::Graph& g, std::uint64_t seed);
 
 // A value for every input and mem_read of g. Float inputs uniform in [-1, 1];
 // i64 inputs are ids in [0, n) where n is the smallest bound any user sets
-// (pick: the picked axis; embedding: lo + rows), 8 when none.
+// (pick: the picked axis; logprob_pick: classes; embedding: lo + rows), 8 when none.
 ir::TensorMap randomInputs(const ir::Graph& g, std::uint64_t seed);
 
 // Runs g on the executor and returns deep copies of every output.

@@ -166,3 +166,69 @@ TEST_CASE("every pass can be disabled on its own without changing the outputs") 
     }
   }
 }
+
+TEST_CASE("fuse-nll: the NLL without log-probabilities, targets at every cluster's edges") {
+  auto reference = backend::makeReferenceExecutor();
+  auto onednn = backend::makeOnednnExecutor();
+  const std::vector<Case> nllCases = {
+      {"no clusters", spec({}), {}},
+      {"div_val 1, cutoffs 10 and 20 (slices of one table, as WT103)",
+       spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"tie_projs", {false, false, false}}}), {}},
+      {"div_val 2, cutoffs 10 and 20", spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"div_val", 2},
+                                              {"tie_projs", {false, true, true}}}), {}},
+      {"div_val 1, d_embed != d_model", spec({{"n_token", 30}, {"cutoffs", {10}}, {"d_embed", 8},
+                                               {"tie_projs", {false, true}}}), {}},
+  };
+  for (const Case& c : nllCases) {
+    DYNAMIC_SECTION(c.name) {
+      frontend::SegmentShape shape = frontend::defaultShape(c.spec, 4, 3, 4);
+      ir::Graph literal = frontend::buildSegmentGraph(c.spec, shape, frontend::GraphOutputs{false, true});
+      ir::Graph optimized = literal;
+      ir::PassContext ctx;
+      ctx.maxKlen = shape.memLen + c.spec.tgt_len;
+      passes::runPipeline(optimized, withoutMemoryForm(), ctx);
+      INFO(ir::print(optimized));
+      CHECK(count(optimized, OpKind::LogprobPick) == std::size_t(c.spec.clusterCount()));
+      CHECK(count(optimized, OpKind::LogSoftmax) == 0);
+      CHECK(count(optimized, OpKind::Pick) == 0);
+
+      // The first and last id of every cluster, and the ids either side of each cutoff.
+      std::vector<std::int64_t> edges;
+      const auto bounds = c.spec.clusterBounds();
+      for (std::size_t i = 0; i + 1 < bounds.size(); ++i) {
+        edges.push_back(bounds[i]);
+        edges.push_back(bounds[i + 1] - 1);
+      }
+      for (std::uint64_t seed : {3u, 4u}) {
+        auto weights = testing::randomWeights(literal, seed);
+        auto inputs = inputsFor(literal, c.spec, seed);
+        auto& targets = inputs.at("targets");
+        REQUIRE(std::size_t(targets.numel()) >= edges.size());
+        for (std::size_t i = 0; i < edges.size(); ++i)
+          targets.data<std::int64_t>()[(i + seed) % std::size_t(targets.numel())] = edges[i];
+        auto expected = testing::runGraph(*reference, literal, weights, inputs);
+        auto viaRef = testing::runGraph(*reference, optimized, weights, inputs);
+        auto diff = testing::compareOutputs(expected, viaRef, 1e-5);
+        if (diff) FAIL("reference interpreter, seed " << seed << ": " << *diff);
+        auto viaOnednn = testing::runGraph(*onednn, optimized, weights, inputs);
+        diff = testing::compareOutputs(expected, viaOnednn, 1e-4, 1e-5);
+        if (diff) FAIL("oneDNN executor, seed " << seed << ": " << *diff);
+      }
+    }
+  }
+}
+
+TEST_CASE("fuse-nll does not fire when the graph also outputs the log-probabilities") {
+  const Case c{"div_val 1, cutoffs 10 and 20",
+               spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"tie_projs", {false, false, false}}}), {}};
+  frontend::SegmentShape shape = frontend::defaultShape(c.spec, 1, 3, 4);
+  ir::Graph g = frontend::buildSegmentGraph(c.spec, shape);  // logprob and nll
+  ir::PassContext ctx;
+  ctx.maxKlen = shape.memLen + c.spec.tgt_len;
+  passes::runPipeline(g, withoutMemoryForm(), ctx);
+  CHECK(count(g, OpKind::LogprobPick) == 0);
+  CHECK(count(g, OpKind::Pick) == 1);
+  bool remarked = false;
+  for (const auto& r : ctx.remarks) remarked |= r.pass == "fuse-nll" && !r.applied && r.message.find("output \"logprob\"") != std::string::npos;
+  CHECK(remarked);
+}
