@@ -49,7 +49,7 @@ struct View {
   int buffer = -1;
   std::size_t offset = 0;
   ir::TensorType type;
-  std::vector<std::int64_t> strides;  // empty: dense
+  std::vector<std::int64_t> strides = {};  // empty: dense
 };
 
 struct Step {
