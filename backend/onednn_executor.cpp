@@ -92,6 +92,17 @@ bool sliceReadInPlace(const ir::Graph& g, ir::Node n, const View& x) {
          reshapeStrides(g.type(n).shape, onednn::denseStrides(x.type.shape), g.type(users[0]).shape).has_value();
 }
 
+// A permute whose only reader is a matmul with a small query block
+// (onednn::kMaxRowsForStridedMatMulOperand rows): the matmul reads the
+// operand in place through permuted strides, and the copy never happens. At
+// one token per step this spares copying every remembered key and value.
+bool permuteReadInPlace(const ir::Graph& g, ir::Node n) {
+  const auto users = g.users(n);
+  if (users.size() != 1 || g.kind(users[0]) != ir::OpKind::MatMul || g.type(n).dtype != ir::DType::F32) return false;
+  const ir::TensorType& out = g.type(users[0]);
+  return out.rank() >= 2 && out.shape[out.rank() - 2] <= onednn::kMaxRowsForStridedMatMulOperand;
+}
+
 std::string nodeName(const ir::Graph& g, ir::Node n) {
   std::string s = std::string(ir::opInfo(g.kind(n)).name) + " (node " + std::to_string(g.op(n).id);
   if (g.op(n).type) s += ", " + g.op(n).type->str();
@@ -200,6 +211,21 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
         views[n] = View{plan_.addBuffer(BufferKind::Constant, plan_.allocate(op.type->bytes())), 0, *op.type};
         plan_.constantBytes += op.type->bytes();
         break;
+      case ir::OpKind::Permute:
+        if (permuteReadInPlace(g, n)) {  // a view: the operand's strides, permuted
+          const View& xv = views.at(g.operand(n, 0));
+          const auto from = xv.strides.empty() ? onednn::denseStrides(xv.type.shape) : xv.strides;
+          View v = xv;
+          v.type = *op.type;
+          v.strides.clear();
+          for (std::int64_t axis : op.attrs.getInts("perm")) v.strides.push_back(from[axis]);
+          views[n] = v;
+          root[n] = root.at(g.operand(n, 0));
+          aliased[n] = true;
+        } else {
+          newArena(n, *op.type, t);
+        }
+        break;
       case ir::OpKind::Reshape:
       case ir::OpKind::Slice:
       case ir::OpKind::Output:
@@ -239,7 +265,6 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
       case ir::OpKind::Relu:
       case ir::OpKind::MaskedFill:
       case ir::OpKind::Concat:
-      case ir::OpKind::Permute:
       case ir::OpKind::Pad:
       case ir::OpKind::Embedding:
       case ir::OpKind::Linear:

@@ -122,7 +122,8 @@ void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View&
 
 void Lowering::lowerMatMul(ir::Node n, const std::vector<View>& ops, const View& out) {
   const auto& attrs = g_.op(n).attrs;
-  auto mds = matmulMds(ops[0].type, ops[1].type, out.type, attrs.getBool("transpose_a"), attrs.getBool("transpose_b"));
+  auto mds = matmulMds(ops[0].type, ops[1].type, out.type, attrs.getBool("transpose_a"), attrs.getBool("transpose_b"),
+                       ops[0].strides, ops[1].strides);
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(mds.src, mds.weights, mds.dst), scratchpadAttr(), plan_.engine);
   addPrimitive(n, pd, "matmul",
                {{DNNL_ARG_SRC, mem(ops[0], mds.src)}, {DNNL_ARG_WEIGHTS, mem(ops[1], mds.weights)},

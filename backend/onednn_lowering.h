@@ -44,7 +44,9 @@ struct ArenaValue {
 
 // A tensor at `offset` bytes into buffer `buffer`: dense row-major, or with
 // explicit `strides` (elements) for a slice viewed in place because its only
-// reader is a permute (onednn_executor.cpp); only reshape and permute accept one.
+// reader is a permute, or a permute viewed in place because its only reader
+// is a small-M matmul (onednn_executor.cpp); only reshape, permute and matmul
+// accept one.
 struct View {
   int buffer = -1;
   std::size_t offset = 0;
@@ -168,11 +170,19 @@ dnnl::primitive_attr scratchpadAttr();
 dnnl::matmul::primitive_desc linearPd(const dnnl::engine& eng, const ir::TensorType& x, const ir::TensorType& w,
                                       bool hasBias, bool anyWeights);
 dnnl::memory::desc linearPlainWeightsMd(const ir::TensorType& w);
-// matmul with ranks padded to the result's, transposes as strides.
+// matmul with ranks padded to the result's, transposes as strides; an
+// operand given `strides` (elements, of its own shape) is a strided view.
 struct MatMulMds {
   dnnl::memory::desc src, weights, dst;
 };
-MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::TensorType& out, bool ta, bool tb);
+MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::TensorType& out, bool ta, bool tb,
+                    const std::vector<std::int64_t>& aStrides = {}, const std::vector<std::int64_t>& bStrides = {});
+// Rows of the query block up to which a matmul reads a permuted operand in
+// place (strided) rather than after a permute's copy: measured on enwik8's
+// keys and values (2,101 × 8 heads × 64, row stride 1,024): at 1 and 4 rows
+// the strided read beats copy + dense read (0.16 vs 0.17 + 0.2 ms), at 16 it
+// is 4x slower than the dense read.
+constexpr std::int64_t kMaxRowsForStridedMatMulOperand = 4;
 dnnl::layer_normalization_forward::primitive_desc layerNormPd(const dnnl::engine& eng, const ir::TensorType& x,
                                                                float eps);
 // softmax / logsoftmax over `axis` of x: [outer, A] when axis is the last

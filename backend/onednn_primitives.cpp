@@ -71,12 +71,15 @@ dnnl::matmul::primitive_desc linearPd(const dnnl::engine& eng, const ir::TensorT
   return {dnnl::matmul::desc(srcMd, weightsMd, dstMd), attr, eng};
 }
 
-MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::TensorType& out, bool ta, bool tb) {
+MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::TensorType& out, bool ta, bool tb,
+                    const std::vector<std::int64_t>& aStrides, const std::vector<std::int64_t>& bStrides) {
   const std::size_t rank = out.shape.size();
-  auto operand = [&](const ir::TensorType& t, bool transposed) {
+  auto operand = [&](const ir::TensorType& t, bool transposed, const std::vector<std::int64_t>& viewStrides) {
     ir::Shape stored(rank - t.shape.size(), 1);
     stored.insert(stored.end(), t.shape.begin(), t.shape.end());
     memory::dims strides = denseStrides(stored);
+    if (!viewStrides.empty())  // a strided view: its own strides (the padded leading 1s keep dense ones)
+      std::copy(viewStrides.begin(), viewStrides.end(), strides.end() - std::ptrdiff_t(viewStrides.size()));
     memory::dims dims(stored.begin(), stored.end());
     if (transposed) {
       std::swap(dims[rank - 1], dims[rank - 2]);
@@ -84,7 +87,8 @@ MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::
     }
     return memory::desc(dims, dnnlType(t.dtype), strides);
   };
-  return {operand(a, ta), operand(b, tb), memory::desc(out.shape, dnnlType(out.dtype), denseStrides(out.shape))};
+  return {operand(a, ta, aStrides), operand(b, tb, bStrides),
+          memory::desc(out.shape, dnnlType(out.dtype), denseStrides(out.shape))};
 }
 
 dnnl::layer_normalization_forward::primitive_desc layerNormPd(const dnnl::engine& eng, const ir::TensorType& x,

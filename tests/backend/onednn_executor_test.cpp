@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/onednn_executor.h"
+#include "backend/onednn_lowering.h"
 #include "backend/onednn_target_info.h"
 #include "backend/reference_interpreter.h"
 #include "ir/check.h"
@@ -236,6 +237,32 @@ TEST_CASE("onednn: batched matmul with transposes and broadcast batches", "[oned
     auto plan = compareWithReference(g);
     for (const auto& s : stepsOf(*plan))
       if (s.op == "matmul") CHECK(s.impl.rfind("ref", 0) != 0);
+  }
+}
+
+// Keys and values of a [klen, batch, 2·H·D] window, split into heads by
+// slice / reshape / permute, against a query block of `rows`: up to
+// kMaxRowsForStridedMatMulOperand rows the matmuls read them in place (no
+// reorder step), above it after the permute's copy; both as the reference.
+TEST_CASE("onednn: permuted keys and values read in place by small-M matmuls", "[onednn]") {
+  const I klen = 6, batch = 2, heads = 2, dim = 4, width = 2 * heads * dim;
+  for (I rows : {I(1), onednn::kMaxRowsForStridedMatMulOperand, onednn::kMaxRowsForStridedMatMulOperand + 1}) {
+    INFO("query rows " << rows);
+    ir::Graph g;
+    const Node kv = g.addInput("kv", f32({klen, batch, width}));
+    auto heads_of = [&](I start) {
+      Node s = g.add(OpKind::Slice, {kv}, {{"axis", I(2)}, {"start", start}, {"end", start + heads * dim}});
+      Node r = g.add(OpKind::Reshape, {s}, {{"shape", std::vector<I>{klen, batch, heads, dim}}});
+      return g.add(OpKind::Permute, {r}, {{"perm", std::vector<I>{1, 2, 0, 3}}});  // [batch, heads, klen, dim]
+    };
+    const Node q = g.addInput("q", f32({batch, heads, rows, dim}));
+    const Node scores = g.add(OpKind::MatMul, {q, heads_of(0)}, {{"transpose_b", true}});
+    g.addOutput("scores", scores);
+    g.addOutput("attended", g.add(OpKind::MatMul, {scores, heads_of(heads * dim)}));
+    auto plan = compareWithReference(g);
+    int copies = 0;
+    for (const auto& s : stepsOf(*plan)) copies += s.op == "permute";
+    CHECK(copies == (rows <= onednn::kMaxRowsForStridedMatMulOperand ? 0 : 2));
   }
 }
 
