@@ -34,10 +34,11 @@ struct OnednnOptions {
   // reorder them once at compile time; plain `ba` views of the user's [out, in]
   // weights otherwise (no copy, but measured 2-4x slower at small M).
   bool blockedWeights = true;
-  // A constant weight larger than this is read in place (plain `ba`) even so:
-  // a blocked copy of a vocabulary-sized output layer (WT103: 439 MB) would
-  // double the model's resident memory, for a matmul whose N is large enough
-  // to run near peak on the plain layout.
+  // A constant weight larger than this is read in place (plain `ba`) unless
+  // its plain pages can be dropped once packed (a file-backed user weight,
+  // with releasePackedPlainPages): a blocked copy of a vocabulary-sized
+  // output layer held beside the plain one (WT103: 439 MB) would double the
+  // model's resident memory.
   std::size_t maxBlockedWeightBytes = std::size_t(64) << 20;
   // Once a plan is compiled, drop the resident pages of file-backed weights
   // that plans read only packed (backend/packed_weights.h): the packed copy

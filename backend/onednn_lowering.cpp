@@ -74,11 +74,17 @@ bool Lowering::isConstant(const View& v) const {
 // made now if no live plan holds it yet.
 dnnl::memory Lowering::constantWeights(const View& w, const memory::desc& plainMd, const memory::desc& wantMd) {
   if (wantMd == plainMd) return mem(w, plainMd);
-  auto packed = packs_.get(plan_.ptr(w), plainMd, wantMd, plan_.engine);
+  const PackedWeights::Source source{plan_.buffers[w.buffer].weight, w.offset};
+  auto packed = packs_.get(plan_.ptr(w), plainMd, wantMd, plan_.engine, nullptr, &source);
   plan_.constantBytes += wantMd.get_size();
   plan_.packs.push_back(packed);
   packedNow_.push_back(w.buffer);
-  if (const ir::Tensor* t = plan_.buffers[w.buffer].weight) packs_.notePacked(*t, w.offset, plainMd.get_size());
+  if (const ir::Tensor* t = plan_.buffers[w.buffer].weight) {
+    packs_.notePacked(*t, w.offset, plainMd.get_size());
+    if (w.strides.empty() && w.type.rank() == 2)  // rows [N, K] of the user's weight
+      plan_.packedRows.push_back({plan_.ptr(w), plan_.ptr(w) + w.type.bytes(),
+                                  std::size_t(w.type.shape[1]) * ir::dtypeSize(w.type.dtype), packed});
+  }
   return packed->mem;
 }
 
@@ -110,7 +116,11 @@ void Lowering::copy(ir::Node n, const View& src, const memory::desc& srcMd, std:
 void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View& out) {
   const View& x = ops[0];
   const View& w = ops[1];
-  const bool constW = isConstant(w) && opt_.blockedWeights && w.type.bytes() <= opt_.maxBlockedWeightBytes;
+  // A weight above the size limit is packed too when its plain pages can be dropped (a file-backed user weight).
+  const ir::Tensor* user = plan_.buffers[w.buffer].weight;
+  const bool droppable = user && user->fileBacked() && opt_.releasePackedPlainPages;
+  const bool constW =
+      isConstant(w) && opt_.blockedWeights && (w.type.bytes() <= opt_.maxBlockedWeightBytes || droppable);
   auto pd = linearPd(plan_.engine, x.type, w.type, ops.size() == 3, constW);
   memory::desc plainMd = linearPlainWeightsMd(w.type);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())},
@@ -409,9 +419,13 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
     case ir::OpKind::Embedding: {
       TXL_CHECK(out.type.dtype == ir::DType::F32, "embedding lowering takes f32 tables only");
       return addKernel(n, "txl:embedding", [p = &plan_, t = ops[0], ids = ops[1], out, lo = attrs.getInt("lo")] {
-        kernels::embedding(reinterpret_cast<const float*>(p->ptr(t)), t.type.shape[0], t.type.shape[1],
-                           reinterpret_cast<const std::int64_t*>(p->ptr(ids)), ids.type.numel(), lo,
-                           reinterpret_cast<float*>(p->ptr(out)));
+        const auto* table = reinterpret_cast<const float*>(p->ptr(t));
+        const auto* id = reinterpret_cast<const std::int64_t*>(p->ptr(ids));
+        auto* y = reinterpret_cast<float*>(p->ptr(out));
+        if (p->packedRows.empty() || p->buffers[t.buffer].kind != BufferKind::Weight)
+          kernels::embedding(table, t.type.shape[0], t.type.shape[1], id, ids.type.numel(), lo, y);
+        else  // a tied output layer is packed: its rows are read there (packed_weights.h)
+          lookupRows(table, t.type.shape[0], t.type.shape[1], id, ids.type.numel(), lo, p->packedRows, y);
       });
     }
     case ir::OpKind::Linear:

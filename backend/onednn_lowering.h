@@ -78,6 +78,7 @@ struct Plan {
   std::vector<Buffer> buffers;
   std::vector<std::shared_ptr<void>> storage;  // owned allocations
   std::vector<std::shared_ptr<const PackedWeight>> packs;  // packed constant weights, shared with the model's other plans
+  std::vector<PackedRows> packedRows;  // user-weight rows read packed (embedding lookups read tied rows there)
   std::vector<Step> steps;
   std::vector<StepInfo> info;
   std::vector<Binding> bindings;  // memories over Input and Arena buffers (Input ones first after compile)

@@ -3,14 +3,57 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <new>
 
 namespace txl::backend::onednn {
 
+void readPackedRow(const PackedWeight& packed, std::int64_t n, float* out) {
+  // Element (k, n) of a 2-D blocked descriptor: the outer block indices times
+  // the outer strides, plus the position inside the inner blocks (listed
+  // outermost first, e.g. BA16a64b: 16 of dim 0, then 64 of dim 1).
+  const dnnl_memory_desc_t& md = packed.mem.get_desc().data;
+  const auto& b = md.format_desc.blocking;
+  std::int64_t block[2] = {1, 1};
+  for (int i = 0; i < b.inner_nblks; ++i) block[b.inner_idxs[i]] *= b.inner_blks[i];
+  const auto* base = static_cast<const float*>(packed.mem.get_data_handle()) + md.offset0;
+  const std::int64_t rows = md.dims[0];
+  for (std::int64_t k = 0; k < rows; ++k) {
+    const std::int64_t idx[2] = {k, n};
+    std::int64_t offset = (k / block[0]) * b.strides[0] + (n / block[1]) * b.strides[1];
+    std::int64_t below[2] = {block[0], block[1]}, inner = 0;
+    for (int i = 0; i < b.inner_nblks; ++i) {
+      const int d = b.inner_idxs[i];
+      below[d] /= b.inner_blks[i];
+      inner = inner * b.inner_blks[i] + (idx[d] % block[d]) / below[d] % b.inner_blks[i];
+    }
+    out[k] = base[offset + inner];
+  }
+}
+
+void lookupRows(const float* table, std::int64_t rows, std::int64_t dim, const std::int64_t* ids, std::int64_t n,
+                std::int64_t lo, const std::vector<PackedRows>& packed, float* out) {
+  const std::size_t rowBytes = std::size_t(dim) * sizeof(float);
+  for (std::int64_t i = 0; i < n; ++i) {
+    float* y = out + i * dim;
+    const std::int64_t r = ids[i] - lo;
+    if (ids[i] < lo || r >= rows) {
+      std::fill(y, y + dim, 0.0f);
+      continue;
+    }
+    const char* row = reinterpret_cast<const char*>(table + r * dim);
+    auto it = std::find_if(packed.begin(), packed.end(), [&](const PackedRows& p) {
+      return p.rowBytes == rowBytes && p.begin <= row && row < p.end;
+    });
+    if (it == packed.end()) std::memcpy(y, row, rowBytes);
+    else readPackedRow(*it->packed, (row - it->begin) / std::ptrdiff_t(rowBytes), y);
+  }
+}
+
 std::shared_ptr<const PackedWeight> PackedWeights::get(const void* plain, const dnnl::memory::desc& plainMd,
                                                        const dnnl::memory::desc& packedMd, const dnnl::engine& engine,
-                                                       bool* made) {
+                                                       bool* made, const Source* source) {
   std::lock_guard lock(mutex_);
   std::erase_if(entries_, [](const Entry& e) { return e.packed.expired(); });
   for (const Entry& e : entries_)
@@ -25,13 +68,52 @@ std::shared_ptr<const PackedWeight> PackedWeights::get(const void* plain, const 
   auto packed = std::make_shared<PackedWeight>();
   packed->buffer = std::shared_ptr<void>(bytes, [](void* q) { std::free(q); });
   packed->mem = dnnl::memory(packedMd, engine, bytes);
-  dnnl::memory from(plainMd, engine, const_cast<void*>(plain));
-  dnnl::stream stream(engine);
-  dnnl::reorder(from, packed->mem).execute(stream, from, packed->mem);
-  stream.wait();
+  reorderInChunks(plain, plainMd, packed->mem, engine, source);
   entries_.push_back({plain, plainMd, packedMd, packed, packedMd.get_size()});
   if (made) *made = true;
   return packed;
+}
+
+// A large linear weight (plain `ba` [K, N]: column n is row n of the
+// user's [N, K] weight, contiguous) is packed a slice of columns at a time,
+// at the packed layout's block boundaries, and when it comes from a file
+// each slice's plain pages are dropped as soon as it is packed: packing never
+// holds the whole weight twice. Anything else: one reorder.
+void PackedWeights::reorderInChunks(const void* plain, const dnnl::memory::desc& plainMd, const dnnl::memory& to,
+                                    const dnnl::engine& engine, const Source* source) {
+  dnnl::stream stream(engine);
+  const auto& dims = plainMd.data.dims;
+  const bool plainBa = plainMd.data.ndims == 2 && plainMd.data.format_kind == dnnl_blocked &&
+                       plainMd.data.format_desc.blocking.inner_nblks == 0 &&
+                       plainMd.data.format_desc.blocking.strides[0] == 1 &&
+                       plainMd.data.format_desc.blocking.strides[1] == dims[0];
+  const bool drop = source && source->tensor && dropPlainPages_ && source->tensor->fileBacked();
+  const std::size_t columnBytes = plainBa ? std::size_t(dims[0]) * sizeof(float) : 0;
+  constexpr std::size_t kChunkBytes = std::size_t(16) << 20;
+  if (!plainBa || !drop || plainMd.get_size() <= kChunkBytes) {
+    dnnl::memory from(plainMd, engine, const_cast<void*>(plain));
+    dnnl::reorder(from, const_cast<dnnl::memory&>(to)).execute(stream, from, const_cast<dnnl::memory&>(to));
+    stream.wait();
+    return;
+  }
+  const auto& blocking = to.get_desc().data.format_desc.blocking;
+  std::int64_t block = 1;  // the packed layout's block along N
+  for (int i = 0; i < blocking.inner_nblks; ++i)
+    if (blocking.inner_idxs[i] == 1) block *= blocking.inner_blks[i];
+  const std::int64_t n = dims[1];
+  const std::int64_t step = std::max<std::int64_t>(block, std::int64_t(kChunkBytes / columnBytes) / block * block);
+  for (std::int64_t n0 = 0; n0 < n; n0 += step) {
+    const std::int64_t count = std::min(step, n - n0);
+    const dnnl::memory::desc fromMd = plainMd.submemory_desc({dims[0], count}, {0, n0});
+    const dnnl::memory::desc toMd = to.get_desc().submemory_desc({dims[0], count}, {0, n0});
+    dnnl::memory from(fromMd, engine, const_cast<void*>(plain));
+    dnnl::memory into(toMd, engine, to.get_data_handle());
+    dnnl::reorder(from, into).execute(stream, from, into);
+    stream.wait();
+    const std::size_t first = source->offset + std::size_t(n0) * columnBytes, bytes = std::size_t(count) * columnBytes;
+    const char* begin = static_cast<const char*>(source->tensor->raw()) + first;
+    if (!readPlain(begin, begin + bytes)) source->tensor->dropResidentPages(first, bytes);
+  }
 }
 
 void PackedWeights::notePlainRead(const void* data, std::size_t bytes) {

@@ -42,17 +42,42 @@ struct PackedWeight {
   dnnl::memory mem;              // over `buffer`, in the packed layout
 };
 
+// Row `n` of a linear weight [N, K] that was packed as the matmul operand
+// B = Wᵀ [K, N] (any blocked layout): the K values of column n of B, into `out`.
+void readPackedRow(const PackedWeight& packed, std::int64_t n, float* out);
+
+// Rows of a weight that some plan step reads packed: an embedding lookup of
+// a tied table reads them from the pack, so the plain pages stay dropped.
+struct PackedRows {
+  const char* begin = nullptr;  // the plain bytes the pack was made from
+  const char* end = nullptr;
+  std::size_t rowBytes = 0;
+  std::shared_ptr<const PackedWeight> packed;
+};
+
+// An embedding lookup (kernels::embedding: out row i = table row ids[i] - lo,
+// zeros outside [lo, lo + rows)) that reads the rows some PackedRows covers
+// from the pack instead of the table, so their plain pages stay dropped.
+void lookupRows(const float* table, std::int64_t rows, std::int64_t dim, const std::int64_t* ids, std::int64_t n,
+                std::int64_t lo, const std::vector<PackedRows>& packed, float* out);
+
 class PackedWeights {
  public:
   // `dropPlainPages` false: pack and share, but never drop a page.
   explicit PackedWeights(bool dropPlainPages = true) : dropPlainPages_(dropPlainPages) {}
 
+  // Where packed bytes come from: `offset` bytes into a user's weight.
+  struct Source {
+    const ir::Tensor* tensor = nullptr;
+    std::size_t offset = 0;
+  };
   // The bytes at `plain` (laid out as `plainMd`) in layout `packedMd`: the
   // copy some live plan already holds, or a new one made now by a reorder.
-  // `made` (optional) says which.
+  // `made` (optional) says which. With a file-backed `source`, a large
+  // weight's plain pages are dropped slice by slice as they are packed.
   std::shared_ptr<const PackedWeight> get(const void* plain, const dnnl::memory::desc& plainMd,
                                           const dnnl::memory::desc& packedMd, const dnnl::engine& engine,
-                                          bool* made = nullptr);
+                                          bool* made = nullptr, const Source* source = nullptr);
 
   // A plan reads bytes [data, data + bytes) of a weight in place.
   void notePlainRead(const void* data, std::size_t bytes);
@@ -82,6 +107,8 @@ class PackedWeights {
     std::size_t offset, bytes;
   };
   bool readPlain(const void* begin, const void* end) const;  // overlaps a plain read (mutex held)
+  void reorderInChunks(const void* plain, const dnnl::memory::desc& plainMd, const dnnl::memory& to,
+                       const dnnl::engine& engine, const Source* source);  // mutex held
 
   const bool dropPlainPages_;
   mutable std::mutex mutex_;

@@ -188,11 +188,82 @@ TEST_CASE("packed weights: a tied table's lookup does not keep its packed output
   ir::Graph g = ir::parse(text);
   ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {8, 1}});
   for (std::int64_t i = 0; i < 8; ++i) tokens.data<std::int64_t>()[i] = i * 500;
-  auto plan = backend::makeOnednnExecutor()->compile(g, weights);
-  // Dropped although the lookup reads the table in place: it faults back only
-  // the pages of its rows (and what the kernel maps around them).
+  // Over the size limit for blocked copies too: a file-backed weight is
+  // packed anyway, since its plain pages go.
+  backend::OnednnOptions options;
+  options.maxBlockedWeightBytes = 1024;
+  auto plan = backend::makeOnednnExecutor(options)->compile(g, weights);
+  // Dropped although the lookup reads the table: it reads the packed rows.
   CHECK(residentPages(f.tensor) == 0);
   const ir::Tensor y = plan->run({{"tokens", tokens}}).at("logits");
+  CHECK(residentPages(f.tensor) == 0);
+  bool packed = false;
+  for (const auto& s : dynamic_cast<backend::OnednnCompiledGraph&>(*plan).steps()) packed |= s.op == "linear";
+  CHECK(packed);
+  CHECK(dynamic_cast<backend::OnednnCompiledGraph&>(*plan).constantBytes() >= f.tensor.bytes());
   const ir::Tensor want = backend::makeReferenceExecutor()->compile(g, weights)->run({{"tokens", tokens}}).at("logits");
   for (std::int64_t i = 0; i < y.numel(); ++i) CHECK(y.data<float>()[i] == Approx(want.data<float>()[i]).epsilon(1e-5));
+}
+
+TEST_CASE("packed weights: rows read back from any packed layout", "[packed]") {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  const std::int64_t n = 70, k = 19;  // [N, K] weight, B = W^T [K, N]; sizes off every block
+  ir::Tensor w = ir::Tensor::zeros({ir::DType::F32, {n, k}});
+  for (std::int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = float(i) * 0.5f - 3.0f;
+  const memory::desc plain({k, n}, memory::data_type::f32, memory::format_tag::ba);
+  using tag = memory::format_tag;
+  for (tag t : {tag::ba, tag::ab, tag::BA16a64b, tag::BA16a32b, tag::AB16b64a, tag::AB4b16a4b}) {
+    INFO("layout " << int(t));
+    PackedWeights packs;
+    auto p = packs.get(w.raw(), plain, memory::desc({k, n}, memory::data_type::f32, t), eng);
+    std::vector<float> row(std::size_t(k), -1.0f);
+    for (std::int64_t r : {std::int64_t(0), std::int64_t(1), std::int64_t(63), std::int64_t(64), n - 1}) {
+      backend::onednn::readPackedRow(*p, r, row.data());
+      for (std::int64_t j = 0; j < k; ++j) REQUIRE(row[std::size_t(j)] == w.data<float>()[r * k + j]);
+    }
+  }
+}
+
+TEST_CASE("packed weights: a lookup reads packed rows, plain rows and zeros outside the range", "[packed]") {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  const std::int64_t rows = 100, dim = 24;
+  ir::Tensor table = ir::Tensor::zeros({ir::DType::F32, {rows, dim}});
+  for (std::int64_t i = 0; i < table.numel(); ++i) table.data<float>()[i] = float(i);
+  // Rows [40, 90) packed as a linear weight [50, 24]; the packed copy is then
+  // the only right answer: scribble over those plain rows.
+  const char* begin = static_cast<const char*>(table.raw()) + 40 * dim * 4;
+  PackedWeights packs;
+  auto p = packs.get(begin, memory::desc({dim, 50}, memory::data_type::f32, memory::format_tag::ba),
+                     memory::desc({dim, 50}, memory::data_type::f32, memory::format_tag::BA16a64b), eng);
+  std::vector<backend::onednn::PackedRows> packed{{begin, begin + 50 * dim * 4, std::size_t(dim) * 4, p}};
+  std::vector<float> want(std::size_t(6 * dim));
+  const std::int64_t ids[] = {5, 45, 89, 90, 3, 200};  // lo 3: table rows 2, 42, 86, 87, 0, out of range
+  for (int i = 0; i < 6; ++i)
+    for (std::int64_t j = 0; j < dim; ++j)
+      want[std::size_t(i * dim + j)] = ids[i] - 3 < rows ? table.data<float>()[(ids[i] - 3) * dim + j] : 0.0f;
+  for (std::int64_t r = 40; r < 90; ++r)
+    for (std::int64_t j = 0; j < dim; ++j) table.data<float>()[r * dim + j] = -1.0f;
+  std::vector<float> got(std::size_t(6 * dim), 7.0f);
+  backend::onednn::lookupRows(table.data<float>(), rows, dim, ids, 6, 3, packed, got.data());
+  CHECK(got == want);
+}
+
+TEST_CASE("packed weights: a large file-backed weight is packed slice by slice, its pages dropped as it goes",
+          "[packed]") {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  const std::int64_t n = 40037, k = 128;  // 20.5 MB: more than one 16 MiB slice, a partial last block
+  MappedFile f = mappedTensor(n, k);
+  const float expected = sum(f.tensor);
+  const memory::desc plain({k, n}, memory::data_type::f32, memory::format_tag::ba);
+  const memory::desc blocked({k, n}, memory::data_type::f32, memory::format_tag::BA16a64b);
+  PackedWeights packs;
+  const PackedWeights::Source source{&f.tensor, 0};
+  auto p = packs.get(f.tensor.raw(), plain, blocked, eng, nullptr, &source);
+  CHECK(residentPages(f.tensor) <= 1);  // the file's last, partial page is never dropped
+  CHECK(sum(f.tensor) == expected);  // read back from the file
+  std::vector<float> row(static_cast<std::size_t>(k), 0.0f);
+  for (std::int64_t r : {std::int64_t(0), std::int64_t(32767), std::int64_t(32768), std::int64_t(40000), n - 1}) {
+    backend::onednn::readPackedRow(*p, r, row.data());
+    for (std::int64_t j = 0; j < k; ++j) REQUIRE(row[std::size_t(j)] == f.tensor.data<float>()[r * k + j]);
+  }
 }
