@@ -99,8 +99,9 @@ void Lowering::notePlainReads(const std::vector<View>& ops, bool aliased) {
       if (b.kind != BufferKind::Weight || (gather && i == 0) ||
           std::find(packedNow_.begin(), packedNow_.end(), v.buffer) != packedNow_.end())
         continue;
-      if (v.strides.empty()) packs_.notePlainRead(plan_.ptr(v), v.type.bytes());
-      else packs_.notePlainRead(b.ptr, b.weight ? b.weight->bytes() : v.offset + v.type.bytes());  // the whole tensor
+      if (v.strides.empty()) packs_.notePlainRead(b.weight, plan_.ptr(v), v.type.bytes(), plan_.alive);
+      else  // the whole tensor
+        packs_.notePlainRead(b.weight, b.ptr, b.weight ? b.weight->bytes() : v.offset + v.type.bytes(), plan_.alive);
     }
   packedNow_.clear();
 }

@@ -79,6 +79,7 @@ struct Plan {
   std::vector<std::shared_ptr<void>> storage;  // owned allocations
   std::vector<std::shared_ptr<const PackedWeight>> packs;  // packed constant weights, shared with the model's other plans
   std::vector<PackedRows> packedRows;  // user-weight rows read packed (embedding lookups read tied rows there)
+  std::shared_ptr<const void> alive = std::make_shared<int>(0);  // expires with the plan (PackedWeights' readers)
   std::vector<Step> steps;
   std::vector<StepInfo> info;
   std::vector<Binding> bindings;  // memories over Input and Arena buffers (Input ones first after compile)

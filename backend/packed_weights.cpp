@@ -116,12 +116,18 @@ void PackedWeights::reorderInChunks(const void* plain, const dnnl::memory::desc&
   }
 }
 
-void PackedWeights::notePlainRead(const void* data, std::size_t bytes) {
-  const Range r{data, static_cast<const char*>(data) + bytes};
+void PackedWeights::notePlainRead(const ir::Tensor* weight, const void* data, std::size_t bytes,
+                                  std::weak_ptr<const void> reader) {
   std::lock_guard lock(mutex_);
-  for (const Range& seen : plainReads_)
-    if (seen.begin == r.begin && seen.end == r.end) return;
-  plainReads_.push_back(r);
+  plainReads_.push_back({data, static_cast<const char*>(data) + bytes, std::move(reader)});
+  if (weight && dropPlainPages_ && weight->fileBacked())
+    noteCandidate(*weight, std::size_t(static_cast<const char*>(data) - static_cast<const char*>(weight->raw())), bytes);
+}
+
+void PackedWeights::noteCandidate(const ir::Tensor& w, std::size_t offset, std::size_t bytes) {
+  for (const PackedRange& r : packed_)
+    if (r.weight.raw() == w.raw() && r.offset == offset && r.bytes == bytes) return;
+  packed_.push_back({w, offset, bytes});
 }
 
 void PackedWeights::notePacked(const ir::Tensor& w, std::size_t offset, std::size_t bytes) {
@@ -131,21 +137,21 @@ void PackedWeights::notePacked(const ir::Tensor& w, std::size_t offset, std::siz
   // Drop now, so that compiling a plan never holds every weight twice; a
   // reader that comes later faults them back in.
   if (!readPlain(begin, begin + bytes)) w.dropResidentPages(offset, bytes);
-  for (const PackedRange& r : packed_)
-    if (r.weight.raw() == w.raw() && r.offset == offset && r.bytes == bytes) return;
-  packed_.push_back({w, offset, bytes});
+  noteCandidate(w, offset, bytes);
 }
 
 bool PackedWeights::readPlain(const void* begin, const void* end) const {
-  return std::any_of(plainReads_.begin(), plainReads_.end(),
-                     [&](const Range& r) { return std::less<>()(r.begin, end) && std::less<>()(begin, r.end); });
+  return std::any_of(plainReads_.begin(), plainReads_.end(), [&](const Range& r) {
+    return !r.reader.expired() && std::less<>()(r.begin, end) && std::less<>()(begin, r.end);
+  });
 }
 
 std::size_t PackedWeights::releasePlainPages() {
   std::lock_guard lock(mutex_);
+  std::erase_if(plainReads_, [](const Range& r) { return r.reader.expired(); });
   std::size_t dropped = 0;
-  // Every time: a plan compiled since may have packed a weight again (its
-  // earlier pack died with its plans) and so faulted its pages back in.
+  // Every time: a plan compiled since may have packed or read a weight again
+  // (its earlier pack died with its plans) and so faulted its pages back in.
   for (const PackedRange& r : packed_) {
     const char* begin = static_cast<const char*>(r.weight.raw()) + r.offset;
     if (!readPlain(begin, begin + r.bytes)) dropped += r.weight.dropResidentPages(r.offset, r.bytes);

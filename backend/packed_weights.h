@@ -10,18 +10,22 @@
 // entry lives as long as some plan holds it.
 //
 // The plain weight a pack was made from is then dead weight in memory, unless
-// something still reads it in place (an embedding lookup of a tied output
-// layer, a bias, a constant folded from it). When the plain weight is a view
-// of a mapped file (ir::Tensor::fileView), its pages can be dropped: every
-// plan records the bytes it reads plain, and releasePlainPages() drops the
-// pages of packed bytes no plan has read plain so far (notePacked drops them
-// at once, so a compile never holds every weight twice). A later reader gets
-// them back from the file (correct, only slower once).
+// a live plan still reads it in place (a bias, a layer norm). Weights that
+// only constant folding read (W_q rows, W_r, the head cluster's rows) are
+// dead once folded. When the plain weight is a view of a mapped file
+// (ir::Tensor::fileView), such pages can be dropped: every plan records the
+// bytes it reads plain while it lives, and releasePlainPages() drops the
+// pages of file-backed bytes some plan packed or read that no live plan reads
+// (notePacked drops at once, and a large weight is dropped slice by slice as
+// it is packed, so a compile never holds a weight twice). An embedding
+// lookup does not count as a read: it reads tied rows from the pack
+// (lookupRows) and faults back only the other rows it needs. A later reader
+// gets dropped pages back from the file (correct, only slower once).
 //
 //   PackedWeights packs;
 //   auto p = packs.get(w.raw(), plainMd, pd.weights_desc(), engine);  // reorders once
 //   args[DNNL_ARG_WEIGHTS] = p->mem;
-//   packs.notePlainRead(bias.raw(), bias.bytes());
+//   packs.notePlainRead(&bias, bias.raw(), bias.bytes(), plan.alive);
 //   packs.notePacked(w, 0, w.bytes());
 //   packs.releasePlainPages();
 #pragma once
@@ -79,13 +83,17 @@ class PackedWeights {
                                           const dnnl::memory::desc& packedMd, const dnnl::engine& engine,
                                           bool* made = nullptr, const Source* source = nullptr);
 
-  // A plan reads bytes [data, data + bytes) of a weight in place.
-  void notePlainRead(const void* data, std::size_t bytes);
+  // A plan (alive while `reader` is) reads bytes [data, data + bytes) of a
+  // weight in place; `weight` (optional) is the user's tensor they belong to.
+  // Once no live plan reads them, a file-backed weight's bytes are dropped
+  // too (the plans that fold constants read weights once, then die).
+  void notePlainRead(const ir::Tensor* weight, const void* data, std::size_t bytes, std::weak_ptr<const void> reader);
   // A plan packed bytes [offset, offset + bytes) of weight `w`: drops their
   // pages now when file-backed and no plan read them in place so far.
   void notePacked(const ir::Tensor& w, std::size_t offset, std::size_t bytes);
-  // Drops the resident pages of packed, file-backed bytes that no plan has
-  // read in place; returns the bytes of the ranges it dropped (resident or not).
+  // Drops the resident pages of file-backed bytes some plan packed or read,
+  // which no live plan reads in place; returns the bytes of the ranges it
+  // dropped (resident or not).
   std::size_t releasePlainPages();
 
   // Bytes of the packed copies alive now.
@@ -101,12 +109,14 @@ class PackedWeights {
   struct Range {
     const void* begin;
     const void* end;
+    std::weak_ptr<const void> reader;
   };
-  struct PackedRange {
+  struct PackedRange {  // bytes of a file-backed weight some plan packed or read
     ir::Tensor weight;
     std::size_t offset, bytes;
   };
-  bool readPlain(const void* begin, const void* end) const;  // overlaps a plain read (mutex held)
+  bool readPlain(const void* begin, const void* end) const;  // overlaps a live plain read (mutex held)
+  void noteCandidate(const ir::Tensor& w, std::size_t offset, std::size_t bytes);  // mutex held
   void reorderInChunks(const void* plain, const dnnl::memory::desc& plainMd, const dnnl::memory& to,
                        const dnnl::engine& engine, const Source* source);  // mutex held
 

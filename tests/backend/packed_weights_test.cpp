@@ -119,17 +119,30 @@ TEST_CASE("packed weights: plain pages of a file-backed weight are dropped unles
     CHECK(packs.releasePlainPages() == f.tensor.bytes());  // a later sweep drops them again
     CHECK(residentPages(f.tensor) == 0);
   }
-  SECTION("read in place too: kept") {
+  auto reader = std::make_shared<int>(0);  // a live plan
+  SECTION("read in place too: kept while the reader lives, dropped after") {
     PackedWeights packs;
-    packs.notePlainRead(static_cast<const char*>(f.tensor.raw()) + 4096, 16);
+    packs.notePlainRead(&f.tensor, static_cast<const char*>(f.tensor.raw()) + 4096, 16, reader);
     packs.notePacked(f.tensor, 0, f.tensor.bytes());
     CHECK(packs.releasePlainPages() == 0);
     CHECK(residentPages(f.tensor) > 200);
+    reader.reset();
+    CHECK(packs.releasePlainPages() == f.tensor.bytes());
+    CHECK(residentPages(f.tensor) == 0);
+  }
+  SECTION("read only by a plan that is gone (constant folding): dropped, without any pack") {
+    PackedWeights packs;
+    packs.notePlainRead(&f.tensor, f.tensor.raw(), f.tensor.bytes(), reader);
+    CHECK(packs.releasePlainPages() == 0);
+    reader.reset();
+    packs.releasePlainPages();
+    CHECK(residentPages(f.tensor) == 0);
+    CHECK(sum(f.tensor) == expected);
   }
   SECTION("only the packed rows' pages go") {
     PackedWeights packs;
     const std::size_t half = f.tensor.bytes() / 2;
-    packs.notePlainRead(f.tensor.raw(), half);
+    packs.notePlainRead(&f.tensor, f.tensor.raw(), half, reader);
     packs.notePacked(f.tensor, half, half);
     const std::size_t resident = residentPages(f.tensor);
     CHECK(resident <= 129);
