@@ -79,7 +79,7 @@ std::shared_ptr<const PackedWeight> PackedWeights::get(const void* plain, const 
 // at the packed layout's block boundaries, and when it comes from a file
 // each slice's plain pages are dropped as soon as it is packed: packing never
 // holds the whole weight twice. Anything else: one reorder.
-void PackedWeights::reorderInChunks(const void* plain, const dnnl::memory::desc& plainMd, const dnnl::memory& to,
+void PackedWeights::reorderInChunks(const void* plain, const dnnl::memory::desc& plainMd, dnnl::memory to,
                                     const dnnl::engine& engine, const Source* source) {
   dnnl::stream stream(engine);
   const auto& dims = plainMd.data.dims;
@@ -92,7 +92,7 @@ void PackedWeights::reorderInChunks(const void* plain, const dnnl::memory::desc&
   constexpr std::size_t kChunkBytes = std::size_t(16) << 20;
   if (!plainBa || !drop || plainMd.get_size() <= kChunkBytes) {
     dnnl::memory from(plainMd, engine, const_cast<void*>(plain));
-    dnnl::reorder(from, const_cast<dnnl::memory&>(to)).execute(stream, from, const_cast<dnnl::memory&>(to));
+    dnnl::reorder(from, to).execute(stream, from, to);
     stream.wait();
     return;
   }

@@ -117,7 +117,7 @@ class PackedWeights {
   };
   bool readPlain(const void* begin, const void* end) const;  // overlaps a live plain read (mutex held)
   void noteCandidate(const ir::Tensor& w, std::size_t offset, std::size_t bytes);  // mutex held
-  void reorderInChunks(const void* plain, const dnnl::memory::desc& plainMd, const dnnl::memory& to,
+  void reorderInChunks(const void* plain, const dnnl::memory::desc& plainMd, dnnl::memory to,
                        const dnnl::engine& engine, const Source* source);  // mutex held
 
   const bool dropPlainPages_;
