@@ -74,6 +74,20 @@ passes::PipelineOptions withoutMemoryForm() {
 
 std::size_t count(const ir::Graph& g, OpKind kind) { return g.nodesOfKind(kind).size(); }
 
+// The optimized graph on both executors against the literal graph on the
+// reference interpreter, same weights and inputs.
+void checkBothExecutors(backend::Executor& reference, backend::Executor& onednn, const ir::Graph& literal,
+                        const ir::Graph& optimized, const ir::TensorMap& weights, const ir::TensorMap& inputs,
+                        std::uint64_t seed) {
+  auto expected = testing::runGraph(reference, literal, weights, inputs);
+  auto viaRef = testing::runGraph(reference, optimized, weights, inputs);
+  auto diff = testing::compareOutputs(expected, viaRef, 1e-5);
+  if (diff) FAIL("reference interpreter, seed " << seed << ": " << *diff);
+  auto viaOnednn = testing::runGraph(onednn, optimized, weights, inputs);
+  diff = testing::compareOutputs(expected, viaOnednn, 1e-4, 1e-5);
+  if (diff) FAIL("oneDNN executor, seed " << seed << ": " << *diff);
+}
+
 }  // namespace
 
 TEST_CASE("the default pipeline keeps whole segment graphs equal on both executors") {
@@ -131,13 +145,7 @@ TEST_CASE("the default pipeline keeps whole segment graphs equal on both executo
         for (std::uint64_t seed : {3u, 4u}) {
           auto weights = testing::randomWeights(literal, seed);
           auto inputs = inputsFor(literal, c.spec, seed);
-          auto expected = testing::runGraph(*reference, literal, weights, inputs);
-          auto viaRef = testing::runGraph(*reference, optimized, weights, inputs);
-          auto diff = testing::compareOutputs(expected, viaRef, 1e-5);
-          if (diff) FAIL("reference interpreter, seed " << seed << ": " << *diff);
-          auto viaOnednn = testing::runGraph(*onednn, optimized, weights, inputs);
-          diff = testing::compareOutputs(expected, viaOnednn, 1e-4, 1e-5);
-          if (diff) FAIL("oneDNN executor, seed " << seed << ": " << *diff);
+          checkBothExecutors(*reference, *onednn, literal, optimized, weights, inputs, seed);
         }
       }
     }
@@ -206,13 +214,7 @@ TEST_CASE("fuse-nll: the NLL without log-probabilities, targets at every cluster
         REQUIRE(std::size_t(targets.numel()) >= edges.size());
         for (std::size_t i = 0; i < edges.size(); ++i)
           targets.data<std::int64_t>()[(i + seed) % std::size_t(targets.numel())] = edges[i];
-        auto expected = testing::runGraph(*reference, literal, weights, inputs);
-        auto viaRef = testing::runGraph(*reference, optimized, weights, inputs);
-        auto diff = testing::compareOutputs(expected, viaRef, 1e-5);
-        if (diff) FAIL("reference interpreter, seed " << seed << ": " << *diff);
-        auto viaOnednn = testing::runGraph(*onednn, optimized, weights, inputs);
-        diff = testing::compareOutputs(expected, viaOnednn, 1e-4, 1e-5);
-        if (diff) FAIL("oneDNN executor, seed " << seed << ": " << *diff);
+        checkBothExecutors(*reference, *onednn, literal, optimized, weights, inputs, seed);
       }
     }
   }
