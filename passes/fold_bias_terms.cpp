@@ -1,15 +1,16 @@
 // passes/fold_bias_terms.cpp - the u / v bias adds and the score scale, folded
-// into one Q projection.
+// into the Q projections.
 //
 // The literal relative attention computes q = (W_qkv x)[rows m.., cols 0..HD)
 // over all klen rows, then two copies q + u and q + v, then
 // s · ((q+u)·k + shift((q+v)·r)). Since
 //     s · ((q+u)·k) = (s·q + s·u)·k   and   (s·q + s·u) = x [s·W_q]ᵀ + s·u,
-// both query operands come out of ONE linear over the last qlen rows of x:
-//     qq = linear(x[m..], s·[W_q; W_q], s·[u; v])        [qlen, B, 2·H·D]
-//     q+u = qq[..., 0:HD],  q+v = qq[..., HD:2HD]          (views, no add)
-// and the scale op disappears. The weight-side expressions (slices, concat,
-// scale of weights) are constant subgraphs, evaluated once per plan by the
+// both query operands come out of linears over the last qlen rows of x that
+// share one weight s·W_q (one folded constant, one packed copy):
+//     q+u = linear(x[m..], s·W_q, s·u)        [qlen, B, H·D]
+//     q+v = linear(x[m..], s·W_q, s·v)
+// and the scale op and the adds disappear. The weight-side expressions
+// (slices, scale of weights and biases) are constant subgraphs, evaluated once per plan by the
 // backend's constant folding. Then the shared qkv projection is narrowed to
 // the columns its remaining users read (k and v), so no run-time GEMM
 // computes q for the memory rows. For the absolute baseline (attn_type 2)
@@ -22,8 +23,8 @@
 //   2. Relative site: QA and QB lead through reshape / permute views to
 //      add(qh, u) and add(qh, v) with one qh, u and v constant of qh's two
 //      trailing dims; qh is a view of slices (rows of axis 0, columns of the
-//      last axis) of linear(x, W) with constant W and no bias. Build qq as
-//      above and replace the two adds by reshaped column slices of qq. The
+//      last axis) of linear(x, W) with constant W and no bias. Build the two
+//      linears above and replace each add by a reshape of its linear. The
 //      scale folds in (s above) only when every node from the adds up to the
 //      scale has one user; otherwise s = 1 and the scale stays.
 //   3. Absolute site: QA leads through single-use views to a single-use
@@ -128,16 +129,18 @@ struct Rewriter {
     const std::int64_t rows = g.type(src->x).shape[0];
     Node xq = src->r0 == 0 && src->r1 == rows ? src->x : rw::slice(g, src->x, 0, src->r0, src->r1);
     Node wq = rw::slice(g, src->w, 0, src->c0, src->c1);
-    Node w2 = rw::concat(g, {wq, wq}, 0);
-    Node b2 = rw::concat(g, {rw::reshape(g, u, {hd}), rw::reshape(g, v, {hd})}, 0);
+    Node bu = rw::reshape(g, u, {hd}), bv = rw::reshape(g, v, {hd});
     if (s != 1.0) {
-      w2 = rw::scale(g, w2, s);
-      b2 = rw::scale(g, b2, s);
+      wq = rw::scale(g, wq, s);
+      bu = rw::scale(g, bu, s);
+      bv = rw::scale(g, bv, s);
     }
-    Node qq = g.add(OpKind::Linear, {xq, w2, b2});
-    const std::int64_t last = g.type(qq).rank() - 1;
-    g.replaceAllUsesWith(addU, rw::reshape(g, rw::slice(g, qq, last, 0, hd), qs));
-    g.replaceAllUsesWith(addV, rw::reshape(g, rw::slice(g, qq, last, hd, 2 * hd), qs));
+    // Two linears over one weight node: one constant (and one packed copy)
+    // serves both, where a [W_q; W_q] concat would hold the weight twice.
+    Node qu = g.add(OpKind::Linear, {xq, wq, bu});
+    Node qv = g.add(OpKind::Linear, {xq, wq, bv});
+    g.replaceAllUsesWith(addU, rw::reshape(g, qu, qs));
+    g.replaceAllUsesWith(addV, rw::reshape(g, qv, qs));
     if (foldScale) {
       g.replaceAllUsesWith(sc, sum);
       rw::eraseIfDead(g, sc);
