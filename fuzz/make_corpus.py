@@ -3,11 +3,59 @@
 invalid inputs) from tests/conformance and models/. Run from the repository
 root:  python3 fuzz/make_corpus.py [--txlc build/tools/txlc]
 With --txlc, it also writes IR text, graph JSON and artifact seeds, produced
-by that binary (`conformance --print-after-all`, `compile`)."""
+by that binary (`conformance --print-after-all`, `compile`), and the artifact
+regressions in fuzz/regressions/artifact/ that are made from a fresh artifact
+(so they stay in the current format version)."""
 import argparse, glob, json, os, struct, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "fuzz", "corpus")
+
+
+M64 = (1 << 64) - 1
+P1, P2, P3 = 0x9e3779b185ebca87, 0xc2b2ae3d27d4eb4f, 0x165667b19e3779f9
+
+
+def content_hash(data):
+    """tools/content_hash.cpp's ContentHash (docs/ARTIFACT.md)."""
+    rotl = lambda x, r: ((x << r) | (x >> (64 - r))) & M64
+    lanes = [(P1 + P2) & M64, P2, 0, (-P1) & M64]
+    full = len(data) // 32 * 32
+    for off in range(0, full, 32):
+        for i in range(4):
+            w = struct.unpack_from("<Q", data, off + 8 * i)[0]
+            lanes[i] = rotl((lanes[i] + w * P2) & M64, 31) * P1 & M64
+    h = (rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) + rotl(lanes[3], 18)) & M64
+    h ^= len(data) * P3 & M64
+    for b in data[full:]:
+        h = rotl(h ^ (b * P3 & M64), 11) * P1 & M64
+    h ^= h >> 33
+    h = h * P2 & M64
+    h ^= h >> 29
+    h = h * P3 & M64
+    h ^= h >> 32
+    return h
+
+
+def with_manifest(art, edit):
+    """The artifact with its manifest JSON changed by edit(manifest), sections
+    kept in place, and its checksum recomputed."""
+    moff, mlen, doff = struct.unpack_from("<QQQ", art, 16)
+    manifest = json.loads(art[moff:moff + mlen])
+    edit(manifest)
+    text = json.dumps(manifest, separators=(",", ":")).encode()
+    assert moff + len(text) <= doff, "the edited manifest no longer fits before the data"
+    body = bytearray(art[:-8])
+    body[moff:doff] = text + bytes(doff - moff - len(text))
+    struct.pack_into("<Q", body, 24, len(text))
+    return bytes(body) + struct.pack("<Q", content_hash(bytes(body)))
+
+
+def put_regression(target, name, data):
+    d = os.path.join(ROOT, "fuzz", "regressions", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
 
 
 def put(target, name, data):
@@ -152,6 +200,12 @@ def tool_seeds(txlc):
         put("artifact", "bad_checksum.txla", bytes(bad))
         put("artifact", "bad_version.txla", art[:8] + struct.pack("<I", 99) + art[12:])
         put("artifact", "bad_magic.txla", b"NOTATXLA" + art[8:64])
+        # A shape whose element count wraps 64 bits ([2^40]^3 = 2^120) with
+        # "bytes": 0, and a valid checksum: the reader must reject the count.
+        def overflow(manifest):
+            w = next(w for w in manifest["weights"] if "alias_of" not in w)
+            w["shape"], w["bytes"] = [1 << 40] * 3, 0
+        put_regression("artifact", "shape_product_overflow.txla", with_manifest(art, overflow))
 
 
 if __name__ == "__main__":
