@@ -8,9 +8,9 @@
 //     tables and masks: r_net over the position table) are evaluated once per
 //     model by the backend, so they count 0;
 //   - a projection whose rows are [memory; new rows] (a concat along time
-//     with a mem_read in front, possibly under a layer norm) counts only the
-//     new rows: projections of remembered positions can be cached, so they are
-//     not work the model must do per segment.
+//     with a mem_read in front, or a mem_window, possibly under a layer norm)
+//     counts only the new rows: projections of remembered positions can be
+//     cached, so they are not work the model must do per segment.
 // `graph` is what the graph as written does (after the constant rule only);
 // `useful` is with both rules.
 //

@@ -12,6 +12,21 @@ namespace {
 double numel(const ir::TensorType& t) { return double(t.numel()); }
 }  // namespace
 
+double matrixProductFlops(const ir::Graph& g, Node n) {
+  switch (g.kind(n)) {
+    case OpKind::Linear:
+    case OpKind::FusedLinear:  // x [..., in] · w [out, in]ᵀ: numel(out) dot products of length in
+      return 2.0 * numel(g.type(n)) * double(g.type(g.operand(n, 1)).shape[1]);
+    case OpKind::MatMul: {
+      const ir::TensorType& a = g.type(g.operand(n, 0));
+      const bool ta = g.op(n).attrs.getBool("transpose_a");
+      return 2.0 * numel(g.type(n)) * double(ta ? a.shape[a.rank() - 2] : a.shape.back());
+    }
+    default:
+      return 0;
+  }
+}
+
 double nodeFlops(const ir::Graph& g, Node n) {
   const OpKind kind = g.kind(n);
   if (!ir::opInfo(kind).hasResult) return 0;
@@ -19,20 +34,13 @@ double nodeFlops(const ir::Graph& g, Node n) {
   switch (kind) {
     case OpKind::Linear:
     case OpKind::FusedLinear: {
-      const ir::TensorType& w = g.type(g.operand(n, 1));
-      const double rows = numel(out) / double(w.shape[0]);
-      double f = 2.0 * rows * double(w.shape[1]) * double(w.shape[0]);
       const auto& a = g.op(n).attrs;
       const bool bias = kind == OpKind::Linear ? g.numOperands(n) == 3 : a.getBool("bias");
-      f += numel(out) * (double(bias) + double(a.getBool("relu")) + double(a.getBool("residual")));
-      return f;
+      return matrixProductFlops(g, n) +
+             numel(out) * (double(bias) + double(a.getBool("relu")) + double(a.getBool("residual")));
     }
-    case OpKind::MatMul: {
-      const ir::TensorType& a = g.type(g.operand(n, 0));
-      const bool ta = g.op(n).attrs.getBool("transpose_a");
-      const double k = double(ta ? a.shape[a.rank() - 2] : a.shape.back());
-      return 2.0 * numel(out) * k;
-    }
+    case OpKind::MatMul:
+      return matrixProductFlops(g, n);
     case OpKind::Add:
     case OpKind::Sub:
     case OpKind::Mul:

@@ -22,7 +22,12 @@ struct GraphStats {
   double constantFlops = 0;                 // hoisted: computed once when a plan is compiled
 };
 
-// FLOPs and bytes of one node as docs/PASSES.md defines them.
+// 2·M·N·K of a matrix product (linear, fused_linear, matmul); 0 for any other op.
+double matrixProductFlops(const ir::Graph& g, ir::Node n);
+
+// FLOPs and bytes of one node as docs/PASSES.md defines them: a matrix
+// product's plus its fused element-wise epilogue, and the element-wise,
+// normalization and softmax costs.
 double nodeFlops(const ir::Graph& g, ir::Node n);
 double nodeBytes(const ir::Graph& g, ir::Node n);
 

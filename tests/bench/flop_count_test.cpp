@@ -1,0 +1,48 @@
+// tests/bench/flop_count_test.cpp - the useful FLOPs of docs/PERFORMANCE.md
+// do not depend on how the graph keeps its memory: the kv form (projected
+// keys and values remembered), the hidden form (layer inputs remembered and
+// re-projected, with or without the in-place window) and the literal graph
+// all count the projection of the new rows only; what each graph does beyond
+// that shows in `graph`.
+#include <catch2/catch.hpp>
+
+#include "frontend/model_spec.h"
+#include "tools/flop_count.h"
+#include "tools/model_setup.h"
+
+namespace {
+
+using namespace txl;
+
+tools::FlopCount flopsWith(const frontend::ModelSpec& spec, const std::optional<std::vector<std::string>>& passes,
+                           std::set<std::string> disabled = {}) {
+  passes::PipelineOptions pipeline;
+  pipeline.passes = passes;
+  pipeline.disabled = std::move(disabled);
+  const frontend::SegmentShape shape = frontend::defaultShape(spec, 1, 80, 160);
+  return tools::countFlops(tools::buildOptimizedGraph(spec, shape, {false, false}, pipeline));
+}
+
+}  // namespace
+
+TEST_CASE("useful FLOPs: the same for every memory form", "[bench][flops]") {
+  const frontend::ModelSpec spec = frontend::loadModelSpec(std::string(TXL_BENCH_DIR) + "/enwik8_base.json");
+  const tools::FlopCount kv = flopsWith(spec, std::nullopt);
+  const tools::FlopCount hidden = flopsWith(spec, std::nullopt, {"cache-projected-memory"});
+  const tools::FlopCount literal = flopsWith(spec, std::vector<std::string>{});
+  const tools::FlopCount unwindowed = flopsWith(spec, std::nullopt, {"cache-projected-memory", "window-memory"});
+  // kv: only new rows are projected, so the graph does exactly the useful work.
+  CHECK(kv.graph == Approx(kv.useful).epsilon(1e-12));
+  // hidden: the qkv projection runs over [memory; new] (through a mem_window,
+  // or a concat after a mem_read): more work done, the same useful work.
+  CHECK(hidden.useful == Approx(kv.useful).epsilon(1e-12));
+  CHECK(unwindowed.useful == Approx(kv.useful).epsilon(1e-12));
+  // The extra work: keys and values projected again for the 160 remembered rows.
+  const double hd = double(spec.n_head * spec.d_head);
+  CHECK(hidden.graph - hidden.useful ==
+        Approx(double(spec.n_layer) * 2.0 * 160 * double(spec.d_model) * 2.0 * hd).epsilon(1e-9));
+  // The literal graph projects q once (fold-bias-terms projects it once per
+  // bias): less useful work, by one [qlen, d] x [d, H·D] product per layer.
+  const double qProjection = 2.0 * 80 * double(spec.d_model) * hd;
+  CHECK(literal.useful == Approx(kv.useful - double(spec.n_layer) * qProjection).epsilon(1e-12));
+}
