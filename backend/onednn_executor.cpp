@@ -10,8 +10,8 @@
 //   2. Liveness: an arena value lives from its definition to the last use of
 //      it or of any alias of it (outputs: to the end).
 //   3. In place: an elementwise-shaped op (binary, eltwise, layer_norm,
-//      softmax, masked_fill) whose operand value dies at it and covers exactly
-//      its result computes into that operand's memory.
+//      softmax, masked_fill, rel_scores over AC) whose operand value dies at
+//      it and covers exactly its result computes into that operand's memory.
 //   4. Lower every node (onednn_lowering.cpp) into steps over those views;
 //      temporaries and user-mode scratchpads become arena values live during
 //      their node's step.
@@ -150,6 +150,8 @@ int inPlaceOperand(const ir::Graph& g, ir::Node n) {
     case ir::OpKind::Softmax:
     case ir::OpKind::LogSoftmax:
     case ir::OpKind::MaskedFill:
+      return g.type(g.operand(n, 0)) == g.type(n) ? 0 : -1;
+    case ir::OpKind::RelScores:  // AC: row element j is read only to write element j (kernels::relScores)
       return g.type(g.operand(n, 0)) == g.type(n) ? 0 : -1;
     default:
       return -1;

@@ -449,6 +449,25 @@ TEST_CASE("onednn: an op computes in place only over an operand that dies at it"
   CHECK(shared == 1);
 }
 
+TEST_CASE("onednn: rel_scores computes into AC's memory when AC dies at it", "[onednn]") {
+  const I q = 5, m = 7, k = q + m;
+  ir::Graph g;
+  Node x = g.addInput("x", f32({2, 3, q, k})), bd = g.addInput("bd", f32({2, 3, q, k}));
+  Node ac = g.add(OpKind::Scale, {x}, {{"factor", 0.5}});  // an arena value only rel_scores reads
+  Node mask = g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", m}, {"mem_len", m}, {"same_length", true}});
+  ir::Attrs attrs{{"scale", 0.125}, {"value", -kInf}};
+  attrs.set("softmax", true);
+  g.addOutput("y", g.add(OpKind::RelScores, {ac, bd, mask}, attrs));
+  auto plan = compareWithReference(g);
+  const MemoryPlan& mp = dynamic_cast<const OnednnCompiledGraph&>(*plan).memoryPlan();
+  int shared = 0;
+  for (const auto& b : mp.buffers)
+    shared += b.request.label.find("rel_scores") != std::string::npos && b.request.label.find("in place") != std::string::npos;
+  CHECK(shared == 1);
+  CHECK(mp.buffers.size() == 1);  // AC's buffer holds the scores too
+  CHECK(mp.arenaBytes < std::size_t(2 * (2 * 3 * q * k * 4)));
+}
+
 TEST_CASE("onednn: rel_scores with and without its row softmax, against the reference", "[onednn]") {
   for (const bool softmax : {false, true})
     for (const bool sameLength : {false, true}) {
