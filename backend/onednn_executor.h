@@ -44,6 +44,10 @@ struct OnednnOptions {
   // that plans read only packed (backend/packed_weights.h): the packed copy
   // replaces the plain one in memory, the file still holds it.
   bool releasePackedPlainPages = true;
+  // Matmuls with one row per batch index whose B is read along its rows (one
+  // generated token's BD and p · V) run on the own kernel of backend/gemv.h
+  // instead of oneDNN's (1.4-1.5x slower on these shapes).
+  bool ownGemv = true;
 };
 
 // One step of the plan, as a profiler or a test sees it.

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/gemv.h"
 #include "backend/onednn_kernels.h"
+#include "backend/onednn_probe.h"
 #include "backend/onednn_lowering.h"
 #include "ir/check.h"
 #include "ir/shape_inference.h"
@@ -131,10 +133,54 @@ void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View&
   addPrimitive(n, pd, "matmul", std::move(args));
 }
 
+namespace {
+// The gemv layout of a matmul with one row per batch index whose operands
+// have the result's batch dimensions (no broadcast) and whose B has unit
+// stride along n, or nullopt.
+std::optional<kernels::GemvLayout> gemvLayout(const MatMulMds& mds, const ir::TensorType& out) {
+  const int rank = mds.dst.data.ndims;
+  if (out.dtype != ir::DType::F32 || rank < 2 || mds.dst.data.dims[rank - 2] != 1) return std::nullopt;
+  const auto& a = mds.src.data;
+  const auto& b = mds.weights.data;
+  const auto& c = mds.dst.data;
+  for (int d = 0; d < rank - 2; ++d)
+    if (a.dims[d] != c.dims[d] || b.dims[d] != c.dims[d]) return std::nullopt;
+  const auto &as = a.format_desc.blocking.strides, &bs = b.format_desc.blocking.strides,
+             &cs = c.format_desc.blocking.strides;
+  kernels::GemvLayout l;
+  l.k = a.dims[rank - 1];
+  l.n = c.dims[rank - 1];
+  l.aK = as[rank - 1];
+  l.bK = bs[rank - 2];
+  l.cN = cs[rank - 1];
+  if (bs[rank - 1] != 1) return std::nullopt;
+  l.batch = 1;
+  for (int d = 0; d < rank - 2; ++d) l.batch *= c.dims[d];
+  for (std::int64_t i = 0; i < l.batch; ++i) {  // batch index i as a multi-index, last dimension fastest
+    std::int64_t rest = i, oa = 0, ob = 0, oc = 0;
+    for (int d = rank - 3; d >= 0; --d) {
+      const std::int64_t x = rest % c.dims[d];
+      rest /= c.dims[d];
+      oa += x * as[d], ob += x * bs[d], oc += x * cs[d];
+    }
+    l.a.push_back(oa), l.b.push_back(ob), l.c.push_back(oc);
+  }
+  if (!kernels::gemvSupports(l)) return std::nullopt;
+  return l;
+}
+}  // namespace
+
 void Lowering::lowerMatMul(ir::Node n, const std::vector<View>& ops, const View& out) {
   const auto& attrs = g_.op(n).attrs;
   auto mds = matmulMds(ops[0].type, ops[1].type, out.type, attrs.getBool("transpose_a"), attrs.getBool("transpose_b"),
                        ops[0].strides, ops[1].strides);
+  if (auto layout = gemvLayout(mds, out.type); layout && opt_.ownGemv) {
+    addKernel(n, "txl:gemv", [p = &plan_, a = ops[0], b = ops[1], c = out, l = std::move(*layout), t = threadCount()] {
+      kernels::gemv(reinterpret_cast<const float*>(p->ptr(a)), reinterpret_cast<const float*>(p->ptr(b)),
+                    reinterpret_cast<float*>(p->ptr(c)), l, t);
+    });
+    return;
+  }
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(mds.src, mds.weights, mds.dst), scratchpadAttr(), plan_.engine);
   addPrimitive(n, pd, "matmul",
                {{DNNL_ARG_SRC, mem(ops[0], mds.src)}, {DNNL_ARG_WEIGHTS, mem(ops[1], mds.weights)},

@@ -260,10 +260,43 @@ TEST_CASE("onednn: permuted keys and values read in place by small-M matmuls", "
     g.addOutput("scores", scores);
     g.addOutput("attended", g.add(OpKind::MatMul, {scores, heads_of(heads * dim)}));
     auto plan = compareWithReference(g);
-    int copies = 0;
-    for (const auto& s : stepsOf(*plan)) copies += s.op == "permute";
+    int copies = 0, gemvs = 0;
+    for (const auto& s : stepsOf(*plan)) {
+      copies += s.op == "permute";
+      gemvs += s.impl == "txl:gemv";
+    }
     CHECK(copies == (rows <= onednn::kMaxRowsForStridedMatMulOperand ? 0 : 2));
+    // One query row: p · V reads V's rows (unit stride along n) on the own
+    // kernel; q · Kᵀ (unit stride along k) stays on oneDNN.
+    CHECK(gemvs == (rows == 1 ? 1 : 0));
   }
+}
+
+TEST_CASE("onednn: one-row matmuls over B's rows run on txl:gemv, blocks of n and batch offsets included",
+          "[onednn]") {
+  for (I n : {I(1), I(255), I(600)}) {
+    INFO("n " << n);
+    ir::Graph g;
+    const Node a = g.addInput("a", f32({2, 3, 1, 70}));
+    const Node table = g.addInput("table", f32({3, 70, n}));  // broadcast over the leading batch: oneDNN's
+    const Node b = g.addInput("b", f32({2, 3, 70, n}));
+    g.addOutput("y", g.add(OpKind::MatMul, {a, b}));
+    g.addOutput("z", g.add(OpKind::MatMul, {a, table}));
+    auto plan = compareWithReference(g);
+    std::vector<std::string> impls;
+    for (const auto& s : stepsOf(*plan))
+      if (s.op == "matmul") impls.push_back(s.impl);
+    REQUIRE(impls.size() == 2);
+    CHECK(impls[0] == "txl:gemv");
+    CHECK(impls[1] != "txl:gemv");
+  }
+  // Off: oneDNN's matmul, the same results.
+  ir::Graph g;
+  g.addOutput("y", g.add(OpKind::MatMul, {g.addInput("a", f32({4, 1, 9})), g.addInput("b", f32({4, 9, 300}))}));
+  backend::OnednnOptions options;
+  options.ownGemv = false;
+  auto plan = backend::makeOnednnExecutor(options)->compile(g, {});
+  for (const auto& s : dynamic_cast<const OnednnCompiledGraph&>(*plan).steps()) CHECK(s.impl != "txl:gemv");
 }
 
 TEST_CASE("onednn: layer_norm, softmax, log_softmax over any axis", "[onednn]") {
