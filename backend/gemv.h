@@ -12,8 +12,8 @@
 // threads split (batch index, blocks of n), and each output is a sum in
 // increasing k, so keys masked to exact zeros in front (a padded warm-up
 // plan) leave the result bit for bit what the unpadded plan computes.
-// Measured, enwik8 qlen 1 at 2 threads, per step: BD 0.275 → 0.19 ms
-// (oneDNN: brg:avx512_core), p · V 0.20 → 0.13 ms (gemm:jit, strided V).
+// Measured, enwik8 qlen 1 at 2 threads, per layer: BD 0.21 → 0.18 ms
+// (oneDNN: brg:avx512_core), p · V 0.13 → 0.10 ms (gemm:jit, strided V).
 // AC, whose Kᵀ has unit stride along k, stays on oneDNN: a dot product per
 // key needs a horizontal sum each, and was 2x slower than gemm:jit written
 // plainly.

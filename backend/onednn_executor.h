@@ -46,7 +46,7 @@ struct OnednnOptions {
   bool releasePackedPlainPages = true;
   // Matmuls with one row per batch index whose B is read along its rows (one
   // generated token's BD and p · V) run on the own kernel of backend/gemv.h
-  // instead of oneDNN's (1.4-1.5x slower on these shapes).
+  // instead of oneDNN's (1.2-1.3x slower on these shapes).
   bool ownGemv = true;
 };
 
