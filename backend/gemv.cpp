@@ -4,6 +4,7 @@
 #include "backend/gemv.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace txl::backend::kernels {
 
@@ -11,7 +12,13 @@ namespace {
 
 constexpr std::int64_t kBlockN = 256;  // outputs summed in registers / L1 per work item
 
-// c[i, j0 + j] = Σ_k a[i, k] · B[i, k, j0 + j] for j < len <= kBlockN, k in increasing order.
+// c[i, j0 + j] = Σ_k a[i, k] · B[i, k, j0 + j] for j < len <= kBlockN, k in
+// increasing order, each step one fused multiply-add, explicit so that no
+// optimization level changes it. That is how oneDNN's one-row products
+// accumulate too, and the padded warm-up plan must agree bit for bit with
+// the unpadded plans, which do not run every such product here (test
+// `session: warm-up runs one padded plan…`; with plain multiply-adds it
+// failed at -O1 and with -ffp-contract=off).
 __attribute__((target_clones("avx512f", "default"))) void block(const float* a, const float* b, const GemvLayout& l,
                                                                 std::int64_t i, std::int64_t j0, std::int64_t len,
                                                                 float* c) {
@@ -22,7 +29,7 @@ __attribute__((target_clones("avx512f", "default"))) void block(const float* a, 
     const float av = a[l.a[i] + kk * l.aK];
     const float* row = bi + kk * l.bK;
 #pragma omp simd
-    for (std::int64_t j = 0; j < len; ++j) acc[j] += av * row[j];
+    for (std::int64_t j = 0; j < len; ++j) acc[j] = std::fma(av, row[j], acc[j]);
   }
   float* ci = c + l.c[i] + j0 * l.cN;
   for (std::int64_t j = 0; j < len; ++j) ci[j * l.cN] = acc[j];
