@@ -10,8 +10,8 @@
 
 #include "backend/gemv.h"
 #include "backend/onednn_kernels.h"
-#include "backend/onednn_probe.h"
 #include "backend/onednn_lowering.h"
+#include "backend/onednn_probe.h"
 #include "ir/check.h"
 #include "ir/shape_inference.h"
 
@@ -174,7 +174,8 @@ void Lowering::lowerMatMul(ir::Node n, const std::vector<View>& ops, const View&
   const auto& attrs = g_.op(n).attrs;
   auto mds = matmulMds(ops[0].type, ops[1].type, out.type, attrs.getBool("transpose_a"), attrs.getBool("transpose_b"),
                        ops[0].strides, ops[1].strides);
-  if (auto layout = gemvLayout(mds, out.type); layout && opt_.ownGemv) {
+  const bool f32 = ops[0].type.dtype == ir::DType::F32 && ops[1].type.dtype == ir::DType::F32;
+  if (auto layout = gemvLayout(mds, out.type); layout && f32 && opt_.ownGemv) {
     addKernel(n, "txl:gemv", [p = &plan_, a = ops[0], b = ops[1], c = out, l = std::move(*layout), t = threadCount()] {
       kernels::gemv(reinterpret_cast<const float*>(p->ptr(a)), reinterpret_cast<const float*>(p->ptr(b)),
                     reinterpret_cast<float*>(p->ptr(c)), l, t);
