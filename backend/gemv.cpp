@@ -31,8 +31,7 @@ __attribute__((target_clones("avx512f", "default"))) void block(const float* a, 
 #pragma omp simd
     for (std::int64_t j = 0; j < len; ++j) acc[j] = std::fma(av, row[j], acc[j]);
   }
-  float* ci = c + l.c[i] + j0 * l.cN;
-  for (std::int64_t j = 0; j < len; ++j) ci[j * l.cN] = acc[j];
+  std::copy(acc, acc + len, c + l.c[i] + j0);
 }
 
 }  // namespace

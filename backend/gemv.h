@@ -18,7 +18,7 @@
 // key needs a horizontal sum each, and was 2x slower than gemm:jit written
 // plainly.
 //
-//   GemvLayout l{batch, k, n, aOffsets, bOffsets, cOffsets, aK, bK, cN};
+//   GemvLayout l{batch, k, n, aOffsets, bOffsets, cOffsets, aK, bK};
 //   if (gemvSupports(l)) kernels::gemv(a, b, c, l, threads);  // c[i, n] = Σ_k a[i, k] · B[i, k, n]
 #pragma once
 
@@ -28,13 +28,12 @@
 namespace txl::backend::kernels {
 
 // Element offsets and strides of c[i, n] = Σ_k a[i, k] · B[i, k, n], B with
-// unit stride along n.
+// unit stride along n, c's rows dense.
 struct GemvLayout {
   std::int64_t batch = 1, k = 1, n = 1;
   std::vector<std::int64_t> a, b, c;  // per batch index i: the offset of a[i, 0], B[i, 0, 0], c[i, 0]
   std::int64_t aK = 1;                // a's stride along k
   std::int64_t bK = 1;                // B's stride along k
-  std::int64_t cN = 1;                // c's stride along n
 };
 
 // Whether the layout is complete (one offset of each operand per batch index, positive sizes).

@@ -135,8 +135,8 @@ void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View&
 
 namespace {
 // The gemv layout of a matmul with one row per batch index whose operands
-// have the result's batch dimensions (no broadcast) and whose B has unit
-// stride along n, or nullopt.
+// have the result's batch dimensions (no broadcast), whose B has unit
+// stride along n and whose result rows are dense, or nullopt.
 std::optional<kernels::GemvLayout> gemvLayout(const MatMulMds& mds, const ir::TensorType& out) {
   const int rank = mds.dst.data.ndims;
   if (out.dtype != ir::DType::F32 || rank < 2 || mds.dst.data.dims[rank - 2] != 1) return std::nullopt;
@@ -152,8 +152,7 @@ std::optional<kernels::GemvLayout> gemvLayout(const MatMulMds& mds, const ir::Te
   l.n = c.dims[rank - 1];
   l.aK = as[rank - 1];
   l.bK = bs[rank - 2];
-  l.cN = cs[rank - 1];
-  if (bs[rank - 1] != 1) return std::nullopt;
+  if (bs[rank - 1] != 1 || cs[rank - 1] != 1) return std::nullopt;
   l.batch = 1;
   for (int d = 0; d < rank - 2; ++d) l.batch *= c.dims[d];
   for (std::int64_t i = 0; i < l.batch; ++i) {  // batch index i as a multi-index, last dimension fastest

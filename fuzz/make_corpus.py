@@ -10,6 +10,7 @@ import argparse, glob, json, os, struct, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "fuzz", "corpus")
+REGRESSIONS = os.path.join(ROOT, "fuzz", "regressions")
 
 
 M64 = (1 << 64) - 1
@@ -51,15 +52,8 @@ def with_manifest(art, edit):
     return bytes(body) + struct.pack("<Q", content_hash(bytes(body)))
 
 
-def put_regression(target, name, data):
-    d = os.path.join(ROOT, "fuzz", "regressions", target)
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, name), "wb") as f:
-        f.write(data)
-
-
-def put(target, name, data):
-    d = os.path.join(OUT, target)
+def put(target, name, data, root=OUT):
+    d = os.path.join(root, target)
     os.makedirs(d, exist_ok=True)
     if isinstance(data, str):
         data = data.encode()
@@ -205,7 +199,7 @@ def tool_seeds(txlc):
         def overflow(manifest):
             w = next(w for w in manifest["weights"] if "alias_of" not in w)
             w["shape"], w["bytes"] = [1 << 40] * 3, 0
-        put_regression("artifact", "shape_product_overflow.txla", with_manifest(art, overflow))
+        put("artifact", "shape_product_overflow.txla", with_manifest(art, overflow), REGRESSIONS)
 
 
 if __name__ == "__main__":
