@@ -1,0 +1,59 @@
+// backend/rel_attention.h - Transformer-XL's attention of one layer in one
+// pass (flash-attention style, with the relative shift): an own kernel of
+// the oneDNN executor for the `rel_attention` op (passes/fuse_attention.cpp).
+//
+// Per (batch b, head h) and query i, over the keys j < k:
+//
+//   s[j]  = -inf                                        where mask[i, j] != 0 or pad[j] != 0
+//         = scale · (qu_i · k_j + qv_i · rt[:, j + q - 1 - i])   (the rt term 0 when j + q - 1 - i >= k)
+//   out_i = Σ_j softmax(s)[j] · v_j                     (NaN when every key is masked, as PyTorch)
+//
+// qu_i, qv_i, k_j, v_j and out_i are the D-vectors at [i or j, b, h, :],
+// rt[h] is the BD table [D, k] (W_r R pretransposed, positions contiguous).
+// The [q, k] scores never exist: per key block the scores of a group of
+// queries are computed in registers, softmax-ed online (running max and
+// sum per query) and multiplied into the output at once. Key blocks are
+// anchored at the last key, so keys masked in front (a padded warm-up plan,
+// docs/MEMORY.md) leave every other key in the same block and lane: the
+// result is bit for bit the unpadded one's.
+//
+//   RelAttentionArgs a{...};
+//   if (relAttentionSupports(a.shape)) kernels::relAttention(a);
+#pragma once
+
+#include <cstdint>
+
+namespace txl::backend::kernels {
+
+struct RelAttentionShape {
+  std::int64_t batch = 1, heads = 1, q = 1, k = 1, d = 1;
+};
+
+// Element strides of a [positions, batch, heads, d] operand whose d has unit stride.
+struct RowStrides {
+  std::int64_t pos = 0, batch = 0, head = 0;
+};
+
+struct RelAttentionArgs {
+  RelAttentionShape shape;
+  const float* qu = nullptr;  // [q, batch, heads, d]: the query plus u (content bias)
+  const float* qv = nullptr;  // [q, batch, heads, d]: the query plus v (position bias)
+  RowStrides quStrides, qvStrides;
+  const float* k = nullptr;   // [k, batch, heads, d]
+  const float* v = nullptr;   // [k, batch, heads, d]
+  RowStrides kStrides, vStrides;
+  const float* rt = nullptr;  // [heads, d, k] dense: element (h, c, p) at (h * d + c) * k + p
+  const float* mask = nullptr;  // [q, k] dense, nonzero: masked
+  const float* pad = nullptr;   // [k] dense, nonzero: a padding key; may be null
+  float scale = 1.0f;
+  float* out = nullptr;  // [q, batch, heads, d]
+  RowStrides outStrides;
+};
+
+// Whether the kernel takes this shape (1 <= d <= 64, positive sizes).
+bool relAttentionSupports(const RelAttentionShape& s);
+
+// out as above, on the OpenMP team (tasks: batch × heads × query blocks).
+void relAttention(const RelAttentionArgs& a);
+
+}  // namespace txl::backend::kernels
