@@ -56,4 +56,12 @@ bool relAttentionSupports(const RelAttentionShape& s);
 // out as above, on the OpenMP team (tasks: batch × heads × query blocks).
 void relAttention(const RelAttentionArgs& a);
 
+namespace detail {
+
+// relAttention on the portable path (plain loops, same block anchoring and
+// arithmetic order), whatever the CPU: for tests.
+void relAttentionPortable(const RelAttentionArgs& a);
+
+}  // namespace detail
+
 }  // namespace txl::backend::kernels

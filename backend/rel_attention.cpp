@@ -1,0 +1,508 @@
+// backend/rel_attention.cpp - relAttention(): Transformer-XL's attention of
+// one layer in one pass (rel_attention.h), written for AVX-512 with a plain
+// fallback of the same arithmetic order for other CPUs.
+//
+// Why: the unfused lowering (AC and BD as oneDNN matmuls into [H, q, k]
+// score buffers, a rel-shift / mask / softmax pass, P·V, head-major copies
+// of K and V) costs ~2.9 ms per layer at enwik8's shape; here the scores
+// live in registers and nothing of [q, k] size is written.
+//
+// Algorithm:
+//   1. Tasks = (batch, head, block of <= 128 queries), on the OpenMP team.
+//      Per task, per query row: the first and last unmasked key (one scan of
+//      mask and pad from each end), the running max m, sum l and output O.
+//   2. Key blocks of 64 keys anchored at the last key: block t covers
+//      [k - 64 (nb - t), ... + 64). Lanes j < 0 of the first block are masked
+//      and never read. Blocks no row of the task uses are skipped.
+//   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
+//      transposes).
+//   4. Per group of MR <= 6 rows (skipped when none of them uses the block):
+//      the MR x 64 scores in 24 zmm: AC (broadcast qu, Kt rows), then BD into
+//      the same registers (broadcast qv, unaligned rt rows at src0 = j0 + q
+//      - 1 - i, lane-masked where src >= k or j < 0); scale; mask and pad to
+//      -inf; online softmax; then O = alpha O + P V over the keys the group
+//      uses (V rows read in place, NV = ceil(d / 16) zmm per row).
+//   5. out = O / l, or NaN where every key of the row is masked.
+//
+// A key masked in front changes no lane of any other key, and a block every
+// row skips changes no state, so keys prepended with pad = 1 (a padded
+// warm-up plan) give the unpadded result bit for bit; P V never touches a
+// key before a row group's first unmasked key, so their V may hold NaN.
+//
+// Measured (2 threads, Zen 5, ms per call / GFLOP/s counting 6 q k d H):
+// see the commit message and tests/backend/rel_attention_test.cpp [.bench].
+#include "backend/rel_attention.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
+// -Wuninitialized reports once inlined (GCC bug 105593): silenced for them.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/vector_exp.h"
+
+namespace txl::backend::kernels {
+
+namespace {
+
+using I = std::int64_t;
+
+constexpr I kKeyBlock = 64;     // keys per block: 4 zmm of scores per row
+constexpr I kQueryBlock = 128;  // rows per task at most
+constexpr I kMaxD = 64;
+constexpr int kRowGroup = 6;  // MR: 6 x 4 score zmm + 4 Kt zmm fit the 32 registers
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// The pointers of one (batch, head) and their position strides.
+struct HeadView {
+  const float *qu, *qv, *k, *v, *rt;
+  I quPos, qvPos, kPos, vPos, outPos;
+  float* out;
+};
+
+HeadView headView(const RelAttentionArgs& a, I b, I h) {
+  const auto at = [&](auto* p, const RowStrides& s) { return p + b * s.batch + h * s.head; };
+  const RelAttentionShape& s = a.shape;
+  return {at(a.qu, a.quStrides), at(a.qv, a.qvStrides), at(a.k, a.kStrides),  at(a.v, a.vStrides),
+          a.rt + h * s.d * s.k,  a.quStrides.pos,       a.qvStrides.pos,       a.kStrides.pos,
+          a.vStrides.pos,        a.outStrides.pos,      at(a.out, a.outStrides)};
+}
+
+// Unmasked keys of one query row lie in [first, last] (first > last: none).
+struct KeyRange {
+  I first, last;
+};
+
+bool keyMasked(const RelAttentionArgs& a, I i, I j) {
+  return a.mask[i * a.shape.k + j] != 0.0f || (a.pad && a.pad[j] != 0.0f);
+}
+
+KeyRange unmaskedKeys(const RelAttentionArgs& a, I i) {
+  const I k = a.shape.k;
+  I first = 0, last = k - 1;
+  while (first < k && keyMasked(a, i, first)) ++first;
+  while (last > first && keyMasked(a, i, last)) --last;
+  return first == k ? KeyRange{k, -1} : KeyRange{first, last};
+}
+
+// The union of the rows' ranges (as a hull).
+KeyRange hull(const KeyRange* r, I rows) {
+  KeyRange h{std::numeric_limits<I>::max(), -1};
+  for (I i = 0; i < rows; ++i) {
+    if (r[i].first > r[i].last) continue;
+    h.first = std::min(h.first, r[i].first);
+    h.last = std::max(h.last, r[i].last);
+  }
+  return h;
+}
+
+// The lanes [lo, hi) of the block starting at j0 that `r` touches (lo >= hi: none).
+struct LaneRange {
+  I lo, hi;
+};
+
+LaneRange lanesOf(const KeyRange& r, I j0) {
+  return {std::max<I>(r.first - j0, 0), std::min<I>(r.last - j0 + 1, kKeyBlock)};
+}
+
+struct Task {
+  I b, h, i0, rows;
+};
+
+// Query blocks per (batch, head): at most kQueryBlock rows each, and enough
+// tasks for every thread when the rows allow it.
+I queryBlocks(const RelAttentionShape& s, int threads) {
+  const I heads = s.batch * s.heads;
+  const I byRows = (s.q + kQueryBlock - 1) / kQueryBlock;
+  const I forThreads = std::min<I>((threads + heads - 1) / heads, (s.q + kRowGroup - 1) / kRowGroup);
+  return std::max(byRows, forThreads);
+}
+
+Task taskAt(const RelAttentionShape& s, I blocks, I t) {
+  const I rowsPer = (s.q + blocks - 1) / blocks;
+  const I blk = t % blocks, bh = t / blocks;
+  const I i0 = blk * rowsPer;
+  return {bh / s.heads, bh % s.heads, i0, std::max<I>(std::min(rowsPer, s.q - i0), 0)};
+}
+
+// Per-task running state, on the stack of the thread running the task.
+struct RowState {
+  alignas(64) float o[kQueryBlock * kMaxD];
+  float m[kQueryBlock], l[kQueryBlock];
+  KeyRange keys[kQueryBlock];
+};
+
+void initRows(const RelAttentionArgs& a, const Task& t, RowState& st) {
+  for (I r = 0; r < t.rows; ++r) {
+    st.m[r] = kNegInf;
+    st.l[r] = 0.0f;
+    st.keys[r] = unmaskedKeys(a, t.i0 + r);
+  }
+  std::fill(st.o, st.o + t.rows * kMaxD, 0.0f);
+}
+
+I firstBlockStart(I k) {
+  const I nb = (k + kKeyBlock - 1) / kKeyBlock;
+  return k - kKeyBlock * nb;
+}
+
+// ---------------------------------------------------------------- portable
+
+// One row's step over the block at j0: scores, online softmax, O update.
+void portableRowBlock(const RelAttentionArgs& a, const HeadView& hv, I i, I j0, LaneRange lanes, RowState& st, I r) {
+  const I q = a.shape.q, k = a.shape.k, d = a.shape.d;
+  float s[kKeyBlock];
+  float blockMax = kNegInf;
+  for (I n = 0; n < kKeyBlock; ++n) {
+    const I j = j0 + n;
+    s[n] = kNegInf;
+    if (j < 0 || keyMasked(a, i, j)) continue;
+    float acc = 0.0f;
+    for (I c = 0; c < d; ++c) acc = std::fma(hv.qu[i * hv.quPos + c], hv.k[j * hv.kPos + c], acc);
+    const I src = j + q - 1 - i;
+    if (src < k)
+      for (I c = 0; c < d; ++c) acc = std::fma(hv.qv[i * hv.qvPos + c], hv.rt[c * k + src], acc);
+    s[n] = a.scale * acc;
+    blockMax = std::max(blockMax, s[n]);
+  }
+  if (blockMax == kNegInf) return;
+  const float mNew = std::max(st.m[r], blockMax);
+  const float alpha = expNonPositive(st.m[r] - mNew);
+  float sum = 0.0f;
+  for (I n = 0; n < kKeyBlock; ++n) {
+    s[n] = expNonPositive(s[n] - mNew);
+    sum += s[n];
+  }
+  st.m[r] = mNew;
+  st.l[r] = st.l[r] * alpha + sum;
+  float* o = st.o + r * kMaxD;
+  for (I c = 0; c < d; ++c) o[c] *= alpha;
+  for (I n = lanes.lo; n < lanes.hi; ++n)
+    for (I c = 0; c < d; ++c) o[c] = std::fma(s[n], hv.v[(j0 + n) * hv.vPos + c], o[c]);
+}
+
+void writeRows(const HeadView& hv, const Task& t, I d, const RowState& st) {
+  for (I r = 0; r < t.rows; ++r) {
+    float* out = hv.out + (t.i0 + r) * hv.outPos;
+    for (I c = 0; c < d; ++c)
+      out[c] = st.m[r] == kNegInf ? std::numeric_limits<float>::quiet_NaN() : st.o[r * kMaxD + c] / st.l[r];
+  }
+}
+
+void portableTask(const RelAttentionArgs& a, const Task& t) {
+  RowState st;
+  initRows(a, t, st);
+  const HeadView hv = headView(a, t.b, t.h);
+  for (I j0 = firstBlockStart(a.shape.k); j0 < a.shape.k; j0 += kKeyBlock)
+    for (I r = 0; r < t.rows; ++r) {
+      const LaneRange lanes = lanesOf(st.keys[r], j0);
+      if (lanes.lo < lanes.hi) portableRowBlock(a, hv, t.i0 + r, j0, lanes, st, r);
+    }
+  writeRows(hv, t, a.shape.d, st);
+}
+
+// ---------------------------------------------------------------- AVX-512
+
+#define TXL_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#define TXL_AVX512_INLINE TXL_AVX512 [[gnu::always_inline]] inline
+
+// expNonPositive (vector_exp.h) on 16 lanes: same reduction and polynomial.
+TXL_AVX512_INLINE __m512 exp16(__m512 d) {
+  const __m512 x = _mm512_max_ps(d, _mm512_set1_ps(-87.0f));
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  const __m512 e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(d, _mm512_set1_ps(kNegInf), _CMP_NEQ_OQ), e);
+}
+
+TXL_AVX512_INLINE __mmask16 laneMask(I lo, I hi) {  // lanes [lo, hi) of 16, clamped
+  lo = std::clamp<I>(lo, 0, 16), hi = std::clamp<I>(hi, 0, 16);
+  return lo >= hi ? 0 : static_cast<__mmask16>(((1u << (hi - lo)) - 1u) << lo);
+}
+
+// r[c] = column c of the 16 x 16 tile whose rows are r[0..15].
+TXL_AVX512_INLINE void transpose16(__m512 (&r)[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m512 u[16];  // u[4 g + e], chunk c: rows 4g..4g+3 of element 4c + e
+  for (int g = 0; g < 4; ++g) {
+    const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 2]);
+    const __m512d c = _mm512_castps_pd(t[4 * g + 1]), e = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, e));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, e));
+  }
+  for (int e = 0; e < 4; ++e) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88), v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xdd);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88);
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xdd);
+    r[e] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[4 + e] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    r[8 + e] = _mm512_shuffle_f32x4(v0, w0, 0xdd);
+    r[12 + e] = _mm512_shuffle_f32x4(v1, w1, 0xdd);
+  }
+}
+
+// kt[c][n] = K[j0 + n][c] for the 16-key tiles meeting lanes [lanes.lo, lanes.hi);
+// keys j < 0 are zero and not read.
+TXL_AVX512 void transposeKeys(const HeadView& hv, I d, I j0, LaneRange lanes, float* kt) {
+  for (I n0 = lanes.lo / 16 * 16; n0 < lanes.hi; n0 += 16)
+    for (I c0 = 0; c0 < d; c0 += 16) {
+      const __mmask16 cols = laneMask(0, d - c0);
+      __m512 r[16];
+      for (I n = 0; n < 16; ++n) {
+        const I j = j0 + n0 + n;
+        r[n] = j < 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(cols, hv.k + j * hv.kPos + c0);
+      }
+      transpose16(r);
+      for (I c = 0; c < std::min<I>(16, d - c0); ++c) _mm512_store_ps(kt + (c0 + c) * kKeyBlock + n0, r[c]);
+    }
+}
+
+// The fixed facts of one (task, key block) that every row group reads.
+struct BlockView {
+  const HeadView* hv;
+  I q, k, d, j0;
+  float scale;
+  const float* mask;    // mask row 0 at the block: mask + j0
+  const float* kt;      // [d][64]
+  __mmask16 keyOk[4];   // lanes with j >= 0 and pad[j] == 0
+};
+
+// s[r][z] = qu_i · Kt[:, 16 z ..] + qv_i · rt[:, src0_i + 16 z ..] for rows i = i0 + r.
+template <int MR>
+TXL_AVX512_INLINE void scoreTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
+  const HeadView& hv = *bv.hv;
+  for (int r = 0; r < MR; ++r)
+    for (int z = 0; z < 4; ++z) s[r][z] = _mm512_setzero_ps();
+  const float* qu = hv.qu + i0 * hv.quPos;
+  for (I c = 0; c < bv.d; ++c) {
+    const float* ktc = bv.kt + c * kKeyBlock;
+    const __m512 k0 = _mm512_load_ps(ktc), k1 = _mm512_load_ps(ktc + 16);
+    const __m512 k2 = _mm512_load_ps(ktc + 32), k3 = _mm512_load_ps(ktc + 48);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 b = _mm512_set1_ps(qu[r * hv.quPos + c]);
+      s[r][0] = _mm512_fmadd_ps(b, k0, s[r][0]);
+      s[r][1] = _mm512_fmadd_ps(b, k1, s[r][1]);
+      s[r][2] = _mm512_fmadd_ps(b, k2, s[r][2]);
+      s[r][3] = _mm512_fmadd_ps(b, k3, s[r][3]);
+    }
+  }
+  const float* qv = hv.qv + i0 * hv.qvPos;
+  const I src0 = bv.j0 + bv.q - 1 - i0;  // row r's lane n reads rt[:, src0 - r + n]
+  if (bv.j0 >= 0 && src0 + kKeyBlock <= bv.k) {  // every lane of every row in the table
+    for (I c = 0; c < bv.d; ++c) {
+      const float* rtc = hv.rt + c * bv.k + src0;
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
+        for (int z = 0; z < 4; ++z) s[r][z] = _mm512_fmadd_ps(b, _mm512_loadu_ps(rtc - r + 16 * z), s[r][z]);
+      }
+    }
+    return;
+  }
+  __mmask16 in[MR][4];  // lanes with j >= 0 and src < k
+  for (int r = 0; r < MR; ++r)
+    for (int z = 0; z < 4; ++z) in[r][z] = laneMask(-bv.j0 - 16 * z, bv.k - (src0 - r) - 16 * z);
+  for (I c = 0; c < bv.d; ++c) {
+    const float* rtc = hv.rt + c * bv.k + src0;
+    for (int r = 0; r < MR; ++r) {
+      const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
+      for (int z = 0; z < 4; ++z)
+        s[r][z] = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(in[r][z], rtc - r + 16 * z), s[r][z]);
+    }
+  }
+}
+
+// Row i's scores -> probabilities p (in place) against its new max; updates m, l.
+// Returns alpha, the factor of the old O (1 when the block leaves the row unchanged).
+TXL_AVX512_INLINE float softmaxRow(const BlockView& bv, I i, __m512 (&s)[4], float& m, float& l) {
+  const float* maskRow = bv.mask + i * bv.k;
+  __m512 mx = _mm512_set1_ps(kNegInf);
+  for (int z = 0; z < 4; ++z) {
+    const __m512 mk = _mm512_maskz_loadu_ps(bv.keyOk[z], maskRow + 16 * z);
+    const __mmask16 ok = _mm512_mask_cmp_ps_mask(bv.keyOk[z], mk, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    s[z] = _mm512_mask_mul_ps(_mm512_set1_ps(kNegInf), ok, s[z], _mm512_set1_ps(bv.scale));
+    mx = _mm512_max_ps(mx, s[z]);
+  }
+  const float mNew = std::max(m, _mm512_reduce_max_ps(mx));
+  if (mNew == kNegInf) {
+    for (int z = 0; z < 4; ++z) s[z] = _mm512_setzero_ps();
+    return 1.0f;
+  }
+  const float alpha = expNonPositive(m - mNew);
+  __m512 sum = _mm512_setzero_ps();
+  for (int z = 0; z < 4; ++z) {
+    s[z] = exp16(_mm512_sub_ps(s[z], _mm512_set1_ps(mNew)));
+    sum = _mm512_add_ps(sum, s[z]);
+  }
+  m = mNew;
+  l = l * alpha + _mm512_reduce_add_ps(sum);
+  return alpha;
+}
+
+// O[r] = alpha[r] O[r] + Σ_{n in lanes} p[r][n] V[j0 + n] for MR rows, NV zmm of d.
+template <int MR, int NV>
+TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (&p)[MR][kKeyBlock], const float (&alpha)[MR],
+                                    LaneRange lanes, float* o) {
+  __mmask16 cols[NV];
+  for (int v = 0; v < NV; ++v) cols[v] = laneMask(0, bv.d - 16 * v);
+  __m512 acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + r * kMaxD + 16 * v), _mm512_set1_ps(alpha[r]));
+  const float* vRow = bv.hv->v + (bv.j0 + lanes.lo) * bv.hv->vPos;
+  for (I n = lanes.lo; n < lanes.hi; ++n, vRow += bv.hv->vPos) {
+    __m512 vv[NV];
+    for (int v = 0; v < NV; ++v) vv[v] = _mm512_maskz_loadu_ps(cols[v], vRow + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 b = _mm512_set1_ps(p[r][n]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(b, vv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) _mm512_store_ps(o + r * kMaxD + 16 * v, acc[r][v]);
+}
+
+// One group of MR rows (task rows r0..r0+MR) over one key block.
+template <int MR, int NV>
+TXL_AVX512 void groupBlock(const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+  __m512 s[MR][4];
+  scoreTile<MR>(bv, i0, s);
+  alignas(64) float p[MR][kKeyBlock];
+  float alpha[MR];
+  for (int r = 0; r < MR; ++r) {
+    alpha[r] = softmaxRow(bv, i0 + r, s[r], st.m[r0 + r], st.l[r0 + r]);
+    for (int z = 0; z < 4; ++z) _mm512_store_ps(p[r] + 16 * z, s[r][z]);
+  }
+  accumulatePV<MR, NV>(bv, p, alpha, lanes, st.o + r0 * kMaxD);
+}
+
+template <int NV>
+TXL_AVX512 void groupBlockRows(int mr, const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+  switch (mr) {
+    case 1: return groupBlock<1, NV>(bv, i0, r0, lanes, st);
+    case 2: return groupBlock<2, NV>(bv, i0, r0, lanes, st);
+    case 3: return groupBlock<3, NV>(bv, i0, r0, lanes, st);
+    case 4: return groupBlock<4, NV>(bv, i0, r0, lanes, st);
+    case 5: return groupBlock<5, NV>(bv, i0, r0, lanes, st);
+    default: return groupBlock<6, NV>(bv, i0, r0, lanes, st);
+  }
+}
+
+TXL_AVX512 void dispatchGroup(int mr, int nv, const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+  switch (nv) {
+    case 1: return groupBlockRows<1>(mr, bv, i0, r0, lanes, st);
+    case 2: return groupBlockRows<2>(mr, bv, i0, r0, lanes, st);
+    case 3: return groupBlockRows<3>(mr, bv, i0, r0, lanes, st);
+    default: return groupBlockRows<4>(mr, bv, i0, r0, lanes, st);
+  }
+}
+
+TXL_AVX512 void writeRowsAvx512(const HeadView& hv, const Task& t, I d, const RowState& st) {
+  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  for (I r = 0; r < t.rows; ++r) {
+    float* out = hv.out + (t.i0 + r) * hv.outPos;
+    const bool none = st.m[r] == kNegInf;
+    const __m512 l = _mm512_set1_ps(st.l[r]);
+    for (I c0 = 0; c0 < d; c0 += 16) {
+      const __m512 x = none ? nan : _mm512_div_ps(_mm512_load_ps(st.o + r * kMaxD + c0), l);
+      _mm512_mask_storeu_ps(out + c0, laneMask(0, d - c0), x);
+    }
+  }
+}
+
+TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
+  RowState st;
+  initRows(a, t, st);
+  alignas(64) float kt[kMaxD * kKeyBlock] = {};
+  const HeadView hv = headView(a, t.b, t.h);
+  const I k = a.shape.k, d = a.shape.d;
+  const int nv = static_cast<int>((d + 15) / 16);
+  const KeyRange taskKeys = hull(st.keys, t.rows);
+  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, {}};
+  for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
+    const LaneRange taskLanes = lanesOf(taskKeys, j0);
+    if (taskLanes.lo >= taskLanes.hi) continue;
+    transposeKeys(hv, d, j0, taskLanes, kt);
+    bv.j0 = j0;
+    bv.mask = a.mask + j0;
+    for (int z = 0; z < 4; ++z) {
+      const __mmask16 inK = laneMask(-j0 - 16 * z, 16);
+      bv.keyOk[z] = a.pad ? _mm512_mask_cmp_ps_mask(inK, _mm512_maskz_loadu_ps(inK, a.pad + j0 + 16 * z),
+                                                    _mm512_setzero_ps(), _CMP_EQ_OQ)
+                          : inK;
+    }
+    for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {
+      const I mr = std::min<I>(kRowGroup, t.rows - r0);
+      const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
+      if (lanes.lo < lanes.hi) dispatchGroup(static_cast<int>(mr), nv, bv, t.i0 + r0, r0, lanes, st);
+    }
+  }
+  writeRowsAvx512(hv, t, d, st);
+}
+
+bool haveAvx512() {
+  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                           __builtin_cpu_supports("fma");
+  return have;
+}
+
+template <typename RunTask>
+void runTasks(const RelAttentionArgs& a, RunTask runTask) {
+  const RelAttentionShape& s = a.shape;
+  const I blocks = queryBlocks(s, omp_get_max_threads());
+  const I tasks = s.batch * s.heads * blocks;
+#pragma omp parallel for schedule(dynamic)
+  for (I t = 0; t < tasks; ++t) {
+    const Task task = taskAt(s, blocks, t);
+    if (task.rows > 0) runTask(a, task);
+  }
+}
+
+}  // namespace
+
+bool relAttentionSupports(const RelAttentionShape& s) {
+  return s.batch >= 1 && s.heads >= 1 && s.q >= 1 && s.k >= 1 && s.d >= 1 && s.d <= kMaxD;
+}
+
+void relAttention(const RelAttentionArgs& a) {
+  if (haveAvx512())
+    runTasks(a, avx512Task);
+  else
+    runTasks(a, portableTask);
+}
+
+namespace detail {
+
+void relAttentionPortable(const RelAttentionArgs& a) { runTasks(a, portableTask); }
+
+}  // namespace detail
+
+}  // namespace txl::backend::kernels
+
+#pragma GCC diagnostic pop

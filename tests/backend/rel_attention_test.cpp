@@ -1,0 +1,291 @@
+// tests/backend/rel_attention_test.cpp - kernels::relAttention against a
+// double-precision reference of rel_attention.h's formula (both the AVX-512
+// and the portable path), with K and V interleaved in one buffer as the
+// lowering passes them; keys prepended with pad = 1 must not change a bit.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backend/rel_attention.h"
+
+using namespace txl::backend::kernels;
+
+namespace {
+
+using I = std::int64_t;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr I kOutGap = 3;  // out's head stride is d + kOutGap: the gap must stay untouched
+constexpr float kSentinel = 12345.0f;
+
+enum class MaskKind { Causal, SameLength, Random };
+
+// One problem with its own buffers: q* and out [q, batch, heads, d] (out
+// with gaps), K and V interleaved in kv [k, batch, 2 * heads * d].
+struct Problem {
+  RelAttentionShape shape;
+  std::vector<float> qu, qv, kv, rt, mask, pad, out;
+  float scale = 0.37f;
+
+  I hd() const { return shape.heads * shape.d; }
+
+  RelAttentionArgs args() {
+    const I d = shape.d, B = shape.batch, H = shape.heads;
+    RelAttentionArgs a;
+    a.shape = shape;
+    a.qu = qu.data(), a.qv = qv.data();
+    a.quStrides = a.qvStrides = {B * H * d, H * d, d};
+    a.k = kv.data(), a.v = kv.data() + hd();
+    a.kStrides = a.vStrides = {B * 2 * hd(), 2 * hd(), d};
+    a.rt = rt.data();
+    a.mask = mask.data();
+    a.pad = pad.empty() ? nullptr : pad.data();
+    a.scale = scale;
+    a.out = out.data();
+    a.outStrides = {B * H * (d + kOutGap), H * (d + kOutGap), d + kOutGap};
+    return a;
+  }
+};
+
+std::vector<float> randomVector(std::size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// mask[i][j] = 1 outside row i's keys; SameLength rows keep memLen + 1 keys.
+std::vector<float> makeMask(I q, I k, MaskKind kind, std::mt19937& rng, I memLen) {
+  std::vector<float> m(q * k, 0.0f);
+  std::bernoulli_distribution drop(0.3);
+  for (I i = 0; i < q; ++i)
+    for (I j = 0; j < k; ++j) {
+      bool masked = false;
+      if (kind == MaskKind::Causal) masked = j > k - q + i;
+      if (kind == MaskKind::SameLength) masked = j > k - q + i || j < i + (k - q) - memLen;
+      if (kind == MaskKind::Random) masked = drop(rng);
+      m[i * k + j] = masked ? 1.0f : 0.0f;
+    }
+  return m;
+}
+
+Problem makeProblem(RelAttentionShape s, MaskKind kind, bool withPad, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  Problem p;
+  p.shape = s;
+  const I rows = s.batch * s.heads * s.d;
+  p.qu = randomVector(s.q * rows, rng);
+  p.qv = randomVector(s.q * rows, rng);
+  p.kv = randomVector(s.k * 2 * rows, rng);
+  p.rt = randomVector(s.heads * s.d * s.k, rng);
+  p.mask = makeMask(s.q, s.k, kind, rng, (s.k - s.q) / 2);
+  if (withPad) {
+    p.pad.assign(s.k, 0.0f);
+    for (I j = 3; j < s.k; j += 7) p.pad[j] = 1.0f;
+  }
+  if (s.q > 2) std::fill(p.mask.begin() + s.k, p.mask.begin() + 2 * s.k, 1.0f);  // row 1: every key masked
+  p.out.assign(s.q * s.batch * s.heads * (s.d + kOutGap), kSentinel);
+  return p;
+}
+
+// rel_attention.h's formula in double; NaN rows where every key is masked.
+std::vector<double> reference(Problem& p) {
+  const RelAttentionArgs a = p.args();
+  const RelAttentionShape& s = p.shape;
+  std::vector<double> out(s.q * s.batch * s.heads * s.d);
+  std::vector<double> w(s.k);
+  const auto at = [](const float* base, const RowStrides& st, I pos, I b, I h) {
+    return base + pos * st.pos + b * st.batch + h * st.head;
+  };
+  for (I b = 0; b < s.batch; ++b)
+    for (I h = 0; h < s.heads; ++h)
+      for (I i = 0; i < s.q; ++i) {
+        double max = -INFINITY;
+        for (I j = 0; j < s.k; ++j) {
+          w[j] = -INFINITY;
+          if (a.mask[i * s.k + j] != 0.0f || (a.pad && a.pad[j] != 0.0f)) continue;
+          const float *qu = at(a.qu, a.quStrides, i, b, h), *qv = at(a.qv, a.qvStrides, i, b, h);
+          const float* kj = at(a.k, a.kStrides, j, b, h);
+          const I src = j + s.q - 1 - i;
+          double dot = 0.0;
+          for (I c = 0; c < s.d; ++c) {
+            dot += double(qu[c]) * kj[c];
+            if (src < s.k) dot += double(qv[c]) * a.rt[(h * s.d + c) * s.k + src];
+          }
+          w[j] = a.scale * dot;
+          max = std::max(max, w[j]);
+        }
+        double* o = &out[((i * s.batch + b) * s.heads + h) * s.d];
+        double sum = 0.0;
+        for (I j = 0; j < s.k; ++j) sum += w[j] = max == -INFINITY ? 0.0 : std::exp(w[j] - max);
+        for (I c = 0; c < s.d; ++c) {
+          double acc = 0.0;
+          for (I j = 0; j < s.k; ++j)
+            if (w[j] != 0.0) acc += w[j] * at(a.v, a.vStrides, j, b, h)[c];
+          o[c] = max == -INFINITY ? NAN : acc / sum;
+        }
+      }
+  return out;
+}
+
+// out's [q, batch, heads, d] elements without the gaps (which must hold the sentinel).
+std::vector<float> denseOut(const Problem& p) {
+  const RelAttentionShape& s = p.shape;
+  std::vector<float> dense;
+  for (I row = 0; row < s.q * s.batch * s.heads; ++row) {
+    const float* o = &p.out[row * (s.d + kOutGap)];
+    dense.insert(dense.end(), o, o + s.d);
+    for (I g = 0; g < kOutGap; ++g) REQUIRE(o[s.d + g] == kSentinel);
+  }
+  return dense;
+}
+
+void requireClose(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  double scale = 0.0;
+  for (double w : want)
+    if (!std::isnan(w)) scale = std::max(scale, std::fabs(w));
+  for (std::size_t n = 0; n < want.size(); ++n) {
+    INFO("element " << n << ": got " << got[n] << ", want " << want[n]);
+    if (std::isnan(want[n]))
+      REQUIRE(std::isnan(got[n]));
+    else
+      REQUIRE(std::fabs(got[n] - want[n]) <= 1e-5 * std::max(scale, 1e-3));
+  }
+}
+
+using Kernel = void (*)(const RelAttentionArgs&);
+
+std::vector<float> run(Problem& p, Kernel kernel) {
+  std::fill(p.out.begin(), p.out.end(), kSentinel);
+  kernel(p.args());
+  return denseOut(p);
+}
+
+// p with `extra` keys in front: pad = 1 on them, NaN and garbage in their K,
+// V, rt columns and mask; rt's other columns and every distance unchanged.
+Problem prependMaskedKeys(const Problem& p, I extra) {
+  const RelAttentionShape& s = p.shape;
+  Problem e = p;
+  e.shape.k = s.k + extra;
+  std::mt19937 rng(99);
+  const I kvRow = s.batch * 2 * p.hd();
+  e.kv = randomVector(extra * kvRow, rng);
+  for (std::size_t n = 0; n < e.kv.size(); n += 5) e.kv[n] = kNaN;
+  e.kv.insert(e.kv.end(), p.kv.begin(), p.kv.end());
+  e.rt.clear();
+  for (I row = 0; row < s.heads * s.d; ++row) {
+    const std::vector<float> garbage = randomVector(extra, rng);
+    e.rt.insert(e.rt.end(), garbage.begin(), garbage.end());
+    e.rt.insert(e.rt.end(), p.rt.begin() + row * s.k, p.rt.begin() + (row + 1) * s.k);
+  }
+  e.mask.clear();
+  for (I i = 0; i < s.q; ++i) {
+    for (I j = 0; j < extra; ++j) e.mask.push_back(j % 3 == 0 ? 1.0f : 0.0f);
+    e.mask.insert(e.mask.end(), p.mask.begin() + i * s.k, p.mask.begin() + (i + 1) * s.k);
+  }
+  e.pad.assign(extra, 1.0f);
+  if (p.pad.empty())
+    e.pad.resize(e.shape.k, 0.0f);
+  else
+    e.pad.insert(e.pad.end(), p.pad.begin(), p.pad.end());
+  return e;
+}
+
+struct Case {
+  I batch, heads, q, k, d;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  I n = 0;
+  for (I d : {5, 41, 64})
+    for (I q : {1, 3, 80})
+      for (I k : {q, I(67), I(200)}) {
+        if (k < q) continue;
+        all.push_back({1 + n % 2, 1 + n % 3, q, k, d});
+        ++n;
+      }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("rel_attention: supports 1 <= d <= 64 and positive sizes only") {
+  CHECK(relAttentionSupports({1, 8, 80, 2180, 64}));
+  CHECK(relAttentionSupports({1, 1, 1, 1, 1}));
+  CHECK_FALSE(relAttentionSupports({1, 8, 80, 2180, 65}));
+  CHECK_FALSE(relAttentionSupports({1, 8, 80, 2180, 0}));
+  CHECK_FALSE(relAttentionSupports({0, 8, 80, 2180, 64}));
+  CHECK_FALSE(relAttentionSupports({1, 8, 0, 2180, 64}));
+  CHECK_FALSE(relAttentionSupports({1, 8, 80, 0, 64}));
+}
+
+TEST_CASE("rel_attention: matches the double reference, AVX-512 and portable paths") {
+  std::uint32_t seed = 1;
+  for (const Case& c : cases())
+    for (MaskKind kind : {MaskKind::Causal, MaskKind::SameLength, MaskKind::Random}) {
+      const bool withPad = seed % 2 == 0;
+      Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, kind, withPad, seed++);
+      INFO("batch " << c.batch << " heads " << c.heads << " q " << c.q << " k " << c.k << " d " << c.d << " mask "
+                    << int(kind) << " pad " << withPad);
+      const std::vector<double> want = reference(p);
+      requireClose(run(p, relAttention), want);
+      requireClose(run(p, detail::relAttentionPortable), want);
+    }
+}
+
+TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not") {
+  Problem p = makeProblem({1, 2, 3, 67, 41}, MaskKind::Causal, false, 7);
+  const std::vector<float> out = run(p, relAttention);
+  for (I row = 0; row < 3 * 2; ++row)
+    for (I c = 0; c < 41; ++c) REQUIRE(std::isnan(out[row * 41 + c]) == (row / 2 == 1));
+}
+
+TEST_CASE("rel_attention: keys prepended with pad = 1 change no bit of the output") {
+  for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPortable)})
+    for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 2, 80, 80, 64}})
+      for (MaskKind kind : {MaskKind::Causal, MaskKind::SameLength, MaskKind::Random})
+        for (bool withPad : {false, true}) {
+          Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, kind, withPad, 11);
+          const std::vector<float> want = run(p, kernel);
+          for (I extra : {37, 100}) {
+            INFO("q " << c.q << " k " << c.k << " d " << c.d << " mask " << int(kind) << " extra " << extra);
+            Problem e = prependMaskedKeys(p, extra);
+            const std::vector<float> got = run(e, kernel);
+            REQUIRE(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+          }
+        }
+}
+
+TEST_CASE("rel_attention: speed", "[.bench]") {
+  struct Shape {
+    const char* name;
+    RelAttentionShape s;
+  };
+  for (const Shape& sh : {Shape{"enwik8", {1, 8, 80, 2180, 64}}, Shape{"wt103", {1, 10, 64, 704, 41}},
+                          Shape{"small", {8, 4, 128, 256, 64}}}) {
+    Problem p = makeProblem(sh.s, MaskKind::SameLength, false, 3);
+    std::mt19937 rng(5);
+    p.mask = makeMask(sh.s.q, sh.s.k, MaskKind::SameLength, rng, sh.s.k - sh.s.q);  // as enwik8's same_length
+    const RelAttentionArgs a = p.args();
+    relAttention(a);
+    const int reps = 200;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) relAttention(a);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
+    const RelAttentionShape& s = sh.s;
+    const double flops = 6.0 * s.batch * s.heads * s.q * s.k * s.d;
+    std::printf("rel_attention %-7s threads %d: %.3f ms per call, %.1f GFLOP/s\n", sh.name, omp_get_max_threads(), ms,
+                flops / ms * 1e-6);
+    CHECK(std::isfinite(ms));
+  }
+}
