@@ -45,6 +45,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "backend/vector_exp.h"
 
@@ -57,7 +58,7 @@ using I = std::int64_t;
 constexpr I kKeyBlock = 64;     // keys per block: 4 zmm of scores per row
 constexpr I kQueryBlock = 128;  // rows per task at most
 constexpr I kMaxD = 64;
-constexpr int kRowGroup = 6;  // MR: 6 x 4 score zmm + 4 Kt zmm fit the 32 registers
+constexpr int kRowGroup = 4;  // MR: the BD window's 4 x 5 zmm and P V's 4 x 4 fit the 32 registers
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The pointers of one (batch, head) and their position strides.
@@ -165,10 +166,10 @@ void portableRowBlock(const RelAttentionArgs& a, const HeadView& hv, I i, I j0, 
     s[n] = kNegInf;
     if (j < 0 || keyMasked(a, i, j)) continue;
     float acc = 0.0f;
-    for (I c = 0; c < d; ++c) acc = std::fma(hv.qu[i * hv.quPos + c], hv.k[j * hv.kPos + c], acc);
     const I src = j + q - 1 - i;
     if (src < k)
       for (I c = 0; c < d; ++c) acc = std::fma(hv.qv[i * hv.qvPos + c], hv.rt[c * k + src], acc);
+    for (I c = 0; c < d; ++c) acc = std::fma(hv.qu[i * hv.quPos + c], hv.k[j * hv.kPos + c], acc);
     s[n] = a.scale * acc;
     blockMax = std::max(blockMax, s[n]);
   }
@@ -290,12 +291,56 @@ struct BlockView {
   __mmask16 keyOk[4];   // lanes with j >= 0 and pad[j] == 0
 };
 
-// s[r][z] = qu_i · Kt[:, 16 z ..] + qv_i · rt[:, src0_i + 16 z ..] for rows i = i0 + r.
+// s[r] = BD of row i0 + r: the window W[r][w] = qv_i · rt[:, srcW + w],
+// srcW = j0 + q - i0 - MR, is one plain MR x 80 product (5 rt loads per c
+// for all rows, instead of 4 unaligned loads per row), and row r's lane n
+// is window lane n + MR - 1 - r (a register shift by a constant). Window
+// lanes outside rt's [0, k) are 0 and not read.
 template <int MR>
-TXL_AVX512_INLINE void scoreTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
+TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
+  constexpr int kW = 5;  // 80 lanes >= 64 + MR - 1
   const HeadView& hv = *bv.hv;
+  __m512 w[MR][kW];
   for (int r = 0; r < MR; ++r)
-    for (int z = 0; z < 4; ++z) s[r][z] = _mm512_setzero_ps();
+    for (int z = 0; z < kW; ++z) w[r][z] = _mm512_setzero_ps();
+  const float* qv = hv.qv + i0 * hv.qvPos;
+  const I srcW = bv.j0 + bv.q - i0 - MR;
+  const float* rt = hv.rt + srcW;
+  if (srcW >= 0 && srcW + 16 * kW <= bv.k) {
+    for (I c = 0; c < bv.d; ++c, rt += bv.k) {
+      __m512 x[kW];
+      for (int z = 0; z < kW; ++z) x[z] = _mm512_loadu_ps(rt + 16 * z);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
+        for (int z = 0; z < kW; ++z) w[r][z] = _mm512_fmadd_ps(b, x[z], w[r][z]);
+      }
+    }
+  } else {
+    __mmask16 in[kW];
+    for (int z = 0; z < kW; ++z) in[z] = laneMask(-srcW - 16 * z, bv.k - srcW - 16 * z);
+    for (I c = 0; c < bv.d; ++c, rt += bv.k) {
+      __m512 x[kW];
+      for (int z = 0; z < kW; ++z) x[z] = _mm512_maskz_loadu_ps(in[z], rt + 16 * z);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
+        for (int z = 0; z < kW; ++z) w[r][z] = _mm512_fmadd_ps(b, x[z], w[r][z]);
+      }
+    }
+  }
+  const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {  // lane n of s[r][z]: lane n + MR - 1 - r of w[r][z], w[r][z + 1]
+    const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(MR - 1 - r));
+    for (int z = 0; z < 4; ++z) s[r][z] = _mm512_permutex2var_ps(w[r][z], idx, w[r][z + 1]);
+  }
+}
+
+// s[r][z] += qu_i · Kt[:, 16 z ..] for rows i = i0 + r.
+template <int MR>
+TXL_AVX512_INLINE void acTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
+  const HeadView& hv = *bv.hv;
   const float* qu = hv.qu + i0 * hv.quPos;
   for (I c = 0; c < bv.d; ++c) {
     const float* ktc = bv.kt + c * kKeyBlock;
@@ -308,30 +353,6 @@ TXL_AVX512_INLINE void scoreTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) 
       s[r][1] = _mm512_fmadd_ps(b, k1, s[r][1]);
       s[r][2] = _mm512_fmadd_ps(b, k2, s[r][2]);
       s[r][3] = _mm512_fmadd_ps(b, k3, s[r][3]);
-    }
-  }
-  const float* qv = hv.qv + i0 * hv.qvPos;
-  const I src0 = bv.j0 + bv.q - 1 - i0;  // row r's lane n reads rt[:, src0 - r + n]
-  if (bv.j0 >= 0 && src0 + kKeyBlock <= bv.k) {  // every lane of every row in the table
-    for (I c = 0; c < bv.d; ++c) {
-      const float* rtc = hv.rt + c * bv.k + src0;
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
-        for (int z = 0; z < 4; ++z) s[r][z] = _mm512_fmadd_ps(b, _mm512_loadu_ps(rtc - r + 16 * z), s[r][z]);
-      }
-    }
-    return;
-  }
-  __mmask16 in[MR][4];  // lanes with j >= 0 and src < k
-  for (int r = 0; r < MR; ++r)
-    for (int z = 0; z < 4; ++z) in[r][z] = laneMask(-bv.j0 - 16 * z, bv.k - (src0 - r) - 16 * z);
-  for (I c = 0; c < bv.d; ++c) {
-    const float* rtc = hv.rt + c * bv.k + src0;
-    for (int r = 0; r < MR; ++r) {
-      const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
-      for (int z = 0; z < 4; ++z)
-        s[r][z] = _mm512_fmadd_ps(b, _mm512_maskz_loadu_ps(in[r][z], rtc - r + 16 * z), s[r][z]);
     }
   }
 }
@@ -370,20 +391,27 @@ TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (&p)[MR][kK
   __mmask16 cols[NV];
   for (int v = 0; v < NV; ++v) cols[v] = laneMask(0, bv.d - 16 * v);
   __m512 acc[MR][NV];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
       acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + r * kMaxD + 16 * v), _mm512_set1_ps(alpha[r]));
-  const float* vRow = bv.hv->v + (bv.j0 + lanes.lo) * bv.hv->vPos;
-  for (I n = lanes.lo; n < lanes.hi; ++n, vRow += bv.hv->vPos) {
+  const I vPos = bv.hv->vPos;
+  const float* vRow = bv.hv->v + (bv.j0 + lanes.lo) * vPos;
+  for (I n = lanes.lo; n < lanes.hi; ++n, vRow += vPos) {
     __m512 vv[NV];
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) vv[v] = _mm512_maskz_loadu_ps(cols[v], vRow + 16 * v);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 b = _mm512_set1_ps(p[r][n]);
+#pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(b, vv[v], acc[r][v]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) _mm512_store_ps(o + r * kMaxD + 16 * v, acc[r][v]);
 }
 
@@ -391,7 +419,8 @@ TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (&p)[MR][kK
 template <int MR, int NV>
 TXL_AVX512 void groupBlock(const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
   __m512 s[MR][4];
-  scoreTile<MR>(bv, i0, s);
+  bdTile<MR>(bv, i0, s);
+  acTile<MR>(bv, i0, s);
   alignas(64) float p[MR][kKeyBlock];
   float alpha[MR];
   for (int r = 0; r < MR; ++r) {
@@ -408,8 +437,7 @@ TXL_AVX512 void groupBlockRows(int mr, const BlockView& bv, I i0, I r0, LaneRang
     case 2: return groupBlock<2, NV>(bv, i0, r0, lanes, st);
     case 3: return groupBlock<3, NV>(bv, i0, r0, lanes, st);
     case 4: return groupBlock<4, NV>(bv, i0, r0, lanes, st);
-    case 5: return groupBlock<5, NV>(bv, i0, r0, lanes, st);
-    default: return groupBlock<6, NV>(bv, i0, r0, lanes, st);
+    default: return groupBlock<4, NV>(bv, i0, r0, lanes, st);
   }
 }
 
