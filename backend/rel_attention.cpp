@@ -373,7 +373,7 @@ TXL_AVX512_INLINE float softmaxRow(const BlockView& bv, I i, __m512 (&s)[4], flo
     for (int z = 0; z < 4; ++z) s[z] = _mm512_setzero_ps();
     return 1.0f;
   }
-  const float alpha = expNonPositive(m - mNew);
+  const float alpha = mNew == m ? 1.0f : expNonPositive(m - mNew);
   __m512 sum = _mm512_setzero_ps();
   for (int z = 0; z < 4; ++z) {
     s[z] = exp16(_mm512_sub_ps(s[z], _mm512_set1_ps(mNew)));
@@ -450,6 +450,13 @@ TXL_AVX512 void dispatchGroup(int mr, int nv, const BlockView& bv, I i0, I r0, L
   }
 }
 
+// Rows [j1, j2) of a [keys, d] operand at position stride `pos` into L1 / L2
+// ahead of use (K and V rows are far apart: the hardware prefetchers lag).
+void prefetchRows(const float* base, I pos, I d, I j1, I j2) {
+  for (I j = j1; j < j2; ++j)
+    for (I c = 0; c < d; c += 16) __builtin_prefetch(base + j * pos + c);
+}
+
 TXL_AVX512 void writeRowsAvx512(const HeadView& hv, const Task& t, I d, const RowState& st) {
   const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
   for (I r = 0; r < t.rows; ++r) {
@@ -475,7 +482,9 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
   for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
     const LaneRange taskLanes = lanesOf(taskKeys, j0);
     if (taskLanes.lo >= taskLanes.hi) continue;
+    prefetchRows(hv.v, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // read by P V after the scores
     transposeKeys(hv, d, j0, taskLanes, kt);
+    prefetchRows(hv.k, hv.kPos, d, j0 + kKeyBlock, std::min(j0 + 2 * kKeyBlock, k));  // the next block's
     bv.j0 = j0;
     bv.mask = a.mask + j0;
     for (int z = 0; z < 4; ++z) {
