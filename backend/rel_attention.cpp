@@ -16,12 +16,14 @@
 //      and never read. Blocks no row of the task uses are skipped.
 //   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
 //      transposes).
-//   4. Per group of MR <= 6 rows (skipped when none of them uses the block):
-//      the MR x 64 scores in 24 zmm: AC (broadcast qu, Kt rows), then BD into
-//      the same registers (broadcast qv, unaligned rt rows at src0 = j0 + q
-//      - 1 - i, lane-masked where src >= k or j < 0); scale; mask and pad to
-//      -inf; online softmax; then O = alpha O + P V over the keys the group
-//      uses (V rows read in place, NV = ceil(d / 16) zmm per row).
+//   4. Per group of MR <= 4 rows (skipped when none of them uses the block):
+//      the MR x 64 scores in 16 zmm: BD first, as one MR x 80 window product
+//      (5 rt loads per c shared by the rows, lanes outside rt masked, row r
+//      then shifted by MR - 1 - r lanes with permutes; 25% more FMAs than
+//      BD proper, but per-row unaligned rt loads made it load-bound), then AC
+//      into the same registers (broadcast qu, Kt rows); scale; mask and pad
+//      to -inf; online softmax; then O = alpha O + P V over the keys the
+//      group uses (V rows read in place, NV = ceil(d / 16) zmm per row).
 //   5. out = O / l, or NaN where every key of the row is masked.
 //
 // A key masked in front changes no lane of any other key, and a block every
@@ -29,8 +31,15 @@
 // warm-up plan) give the unpadded result bit for bit; P V never touches a
 // key before a row group's first unmasked key, so their V may hold NaN.
 //
-// Measured (2 threads, Zen 5, ms per call / GFLOP/s counting 6 q k d H):
-// see the commit message and tests/backend/rel_attention_test.cpp [.bench].
+// Measured (Zen 5, GFLOP/s counting 6 q k d H; [.bench] in
+// tests/backend/rel_attention_test.cpp), on a machine shared with builds:
+//   1 thread, best of 200:  enwik8 (1x8, q 80, k 2180, d 64) 4.31 ms, 124;
+//                           WT103 (1x10, 64, 704, 41) 0.87 ms, 128;
+//                           small (8x4, 128, 256, 64) 2.10 ms, 192.
+//   2 threads, best seen:   enwik8 2.53 ms, 212; WT103 0.45 ms, 246;
+//                           small 1.30 ms, 310 (medians unusable: load 3.5).
+// Inner loops run at 2 FMAs / cycle; per-row softmax (~12%), K transposes
+// with K / V streamed from L3 (~9%) are the rest.
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
