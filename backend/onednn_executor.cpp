@@ -78,17 +78,25 @@ std::optional<std::vector<std::int64_t>> reshapeStrides(const ir::Shape& from, c
   return out;  // trailing dimensions of size 1 keep stride 1
 }
 
-// A non-contiguous slice of a dense value whose only reader is a permute,
-// directly or through one reshape: the permute's reorder can read it in place
-// (one copy into head-major layout instead of a slice copy and a permute copy).
+// Ops whose lowering reads a strided operand as it is: a permute (its
+// reorder), rel_attention (its kernel takes row strides; k and v are column
+// ranges of the memory window's rows).
+bool readsStrided(const ir::Graph& g, ir::Node user) {
+  return g.kind(user) == ir::OpKind::Permute || g.kind(user) == ir::OpKind::RelAttention;
+}
+
+// A non-contiguous slice of a dense value whose only reader reads strided
+// operands, directly or through one reshape: it reads the slice in place (one
+// copy into head-major layout instead of a slice copy and a permute copy; no
+// copy at all for rel_attention).
 bool sliceReadInPlace(const ir::Graph& g, ir::Node n, const View& x) {
   if (!x.strides.empty() || x.type.dtype == ir::DType::I64) return false;
   const auto users = g.users(n);
   if (users.size() != 1) return false;
-  if (g.kind(users[0]) == ir::OpKind::Permute) return true;
+  if (readsStrided(g, users[0])) return true;
   if (g.kind(users[0]) != ir::OpKind::Reshape) return false;
   const auto next = g.users(users[0]);
-  return next.size() == 1 && g.kind(next[0]) == ir::OpKind::Permute &&
+  return next.size() == 1 && readsStrided(g, next[0]) &&
          reshapeStrides(g.type(n).shape, onednn::denseStrides(x.type.shape), g.type(users[0]).shape).has_value();
 }
 
@@ -277,6 +285,7 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
       case ir::OpKind::RelShift:
       case ir::OpKind::Pick:
       case ir::OpKind::RelScores:
+      case ir::OpKind::RelAttention:
       case ir::OpKind::LogprobPick:
       case ir::OpKind::FusedLinear:
         newArena(n, *op.type, t);

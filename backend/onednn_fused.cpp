@@ -1,5 +1,5 @@
-// backend/onednn_fused.cpp - the oneDNN lowering of rel_scores, logprob_pick
-// and fused_linear.
+// backend/onednn_fused.cpp - the oneDNN lowering of rel_scores, rel_attention,
+// logprob_pick and fused_linear.
 //
 // rel_scores is an own kernel: per score row, one loop over the keys that the
 // shifted BD row covers (a select between the mask value and
@@ -13,6 +13,9 @@
 // step 3): no second [B, H, q, k] buffer, and no read-for-ownership of one
 // (enwik8 qlen 80 at 2 threads: rel_scores 5.8–6.5 → 4.9–5.8 ms per
 // segment, arena 20.4 → 15.2 MiB).
+//
+// rel_attention runs backend/rel_attention.h's kernel on its operands where
+// they are (k and v are column ranges of the memory window's rows).
 //
 // logprob_pick is an own kernel too: rows split over the OpenMP team; a row
 // whose target is in the op's range gets its log-sum-exp in one read of the
@@ -31,6 +34,7 @@
 #include <limits>
 
 #include "backend/onednn_lowering.h"
+#include "backend/rel_attention.h"
 #include "backend/vector_exp.h"
 #include "ir/check.h"
 
@@ -217,6 +221,44 @@ void Lowering::lowerRelScores(ir::Node n, const std::vector<View>& ops, const Vi
                                  reinterpret_cast<const float*>(p->ptr(mask)), out.type.numel() / (q * k), q, k, scale,
                                  value, softmax, reinterpret_cast<float*>(p->ptr(out)));
             });
+}
+
+namespace {
+
+// The strides of a [positions, batch, heads, d] view whose d is contiguous.
+kernels::RowStrides rowStrides(const View& v, const char* what) {
+  const auto s = v.strides.empty() ? std::vector<std::int64_t>(denseStrides(v.type.shape)) : v.strides;
+  TXL_CHECK(s.size() == 4 && s[3] == 1, std::string("rel_attention: ") + what + " must have unit stride along D");
+  return {s[0], s[1], s[2]};
+}
+
+}  // namespace
+
+void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out) {
+  const ir::Shape& q = ops[0].type.shape;
+  kernels::RelAttentionArgs a;
+  a.shape = {q[1], q[2], q[0], ops[2].type.shape[0], q[3]};
+  TXL_CHECK(kernels::relAttentionSupports(a.shape), "rel_attention: unsupported shape " + ops[0].type.str());
+  a.quStrides = rowStrides(ops[0], "qu");
+  a.qvStrides = rowStrides(ops[1], "qv");
+  a.kStrides = rowStrides(ops[2], "k");
+  a.vStrides = rowStrides(ops[3], "v");
+  a.outStrides = rowStrides(out, "the result");
+  const View& rt = ops[4];
+  const auto rs = rt.strides.empty() ? std::vector<std::int64_t>(denseStrides(rt.type.shape)) : rt.strides;
+  TXL_CHECK(rs[2] == 1, "rel_attention: rt must have unit stride along K");
+  a.rtHead = rs[0], a.rtDim = rs[1];
+  for (std::size_t i = 5; i < ops.size(); ++i) TXL_CHECK(ops[i].strides.empty(), "rel_attention: masks must be dense");
+  a.scale = static_cast<float>(g_.op(n).attrs.getFloat("scale"));
+  const bool padded = ops.size() == 7;
+  addKernel(n, "txl:rel_attention", [p = &plan_, ops, out, a, padded]() mutable {
+    auto f32 = [p](const View& v) { return reinterpret_cast<float*>(p->ptr(v)); };
+    a.qu = f32(ops[0]), a.qv = f32(ops[1]), a.k = f32(ops[2]), a.v = f32(ops[3]), a.rt = f32(ops[4]);
+    a.mask = f32(ops[5]);
+    a.pad = padded ? f32(ops[6]) : nullptr;
+    a.out = f32(out);
+    kernels::relAttention(a);
+  });
 }
 
 void Lowering::lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out) {

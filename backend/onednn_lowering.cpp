@@ -498,6 +498,7 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
       });
     }
     case ir::OpKind::RelScores: return lowerRelScores(n, ops, out);
+    case ir::OpKind::RelAttention: return lowerRelAttention(n, ops, out);
     case ir::OpKind::LogprobPick: return lowerLogprobPick(n, ops, out);
     case ir::OpKind::FusedLinear: return lowerFusedLinear(n, ops, out);
     case ir::OpKind::Pick: {

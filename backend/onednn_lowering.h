@@ -145,6 +145,7 @@ class Lowering {
   void lowerConcat(ir::Node n, const std::vector<View>& ops, const View& out);
   void lowerPad(ir::Node n, const View& x, const View& out);
   void lowerRelScores(ir::Node n, const std::vector<View>& ops, const View& out);    // onednn_fused.cpp
+  void lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
 

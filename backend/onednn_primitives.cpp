@@ -148,7 +148,8 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::Embedding:
     case ir::OpKind::RelShift:
     case ir::OpKind::Pick:
-    case ir::OpKind::RelScores:    // own kernels (onednn_fused.cpp)
+    case ir::OpKind::RelScores:    // own kernels (onednn_fused.cpp, rel_attention.cpp)
+    case ir::OpKind::RelAttention:
     case ir::OpKind::LogprobPick:
       return std::nullopt;
     case ir::OpKind::FusedLinear:

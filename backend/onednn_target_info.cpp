@@ -3,13 +3,26 @@
 #include "backend/onednn_target_info.h"
 
 #include "backend/onednn_lowering.h"
+#include "backend/rel_attention.h"
 #include "ir/check.h"
 
 namespace txl::backend {
 
+namespace {
+
+// The own kernel (rel_attention.h) takes D <= 64.
+std::optional<std::string> relAttentionSlowPath(const ir::Graph& g, ir::Node n) {
+  const ir::Shape& q = g.type(n).shape;
+  if (kernels::relAttentionSupports({q[1], q[2], q[0], g.type(g.operand(n, 2)).shape[0], q[3]})) return std::nullopt;
+  return "the own rel_attention kernel takes a head size of at most 64, not " + std::to_string(q[3]);
+}
+
+}  // namespace
+
 std::optional<std::string> OnednnTargetInfo::slowPathReason(const ir::Graph& g, ir::Node n) const {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   const std::string what = std::string(ir::opInfo(g.kind(n)).name) + " " + (g.op(n).type ? g.op(n).type->str() : "");
+  if (g.kind(n) == ir::OpKind::RelAttention) return relAttentionSlowPath(g, n);
   try {
     auto pd = onednn::mainPrimitiveDesc(engine, g, n);
     if (!pd) return std::nullopt;

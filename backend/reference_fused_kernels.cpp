@@ -1,6 +1,7 @@
-// backend/reference_fused_kernels.cpp - relScores(), fusedLinear() and logprobPick().
+// backend/reference_fused_kernels.cpp - relScores(), relAttention(), fusedLinear()
+// and logprobPick().
 //
-// fusedLinear composes the unfused reference kernels, so a fused graph is
+// fusedLinear and relAttention compose the unfused reference kernels, so a fused graph is
 // bit-identical to the unfused one on the reference interpreter. relScores
 // computes the unfused chain's arithmetic in the same order (f32 add, then
 // the scale in double rounded to f32, as ref::add and ref::scale do), and so
@@ -41,6 +42,19 @@ ir::Tensor relScores(const ir::Tensor& ac, const ir::Tensor& bd, const ir::Tenso
         y[at] = float(double(a[at] + shifted) * scale);
       }
   return out;
+}
+
+ir::Tensor relAttention(const ir::Tensor& qu, const ir::Tensor& qv, const ir::Tensor& k, const ir::Tensor& v,
+                        const ir::Tensor& rt, const ir::Tensor& mask, const ir::Tensor* pad, double scale) {
+  // The chain fuse-attention replaces: head-major views, the two score
+  // matmuls, rel_scores (then the padding keys' mask), softmax, P · V.
+  const std::vector<std::int64_t> headMajor{1, 2, 0, 3};
+  const ir::Tensor ac = matmul(permute(qu, headMajor), permute(k, headMajor), false, true);
+  const ir::Tensor bd = matmul(permute(qv, headMajor), rt, false, false);
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  ir::Tensor scores = relScores(ac, bd, mask, scale, kNegInf);
+  if (pad) scores = maskedFill(scores, *pad, kNegInf);
+  return permute(matmul(softmax(scores, -1), permute(v, headMajor), false, false), {2, 0, 1, 3});
 }
 
 ir::Tensor fusedLinear(const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* bias, const ir::Tensor* residual,

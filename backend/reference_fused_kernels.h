@@ -1,5 +1,5 @@
 // backend/reference_fused_kernels.h - reference kernels of the fused ops the
-// passes introduce (rel_scores, fused_linear, logprob_pick): plain loops, the ground truth
+// passes introduce (rel_scores, rel_attention, fused_linear, logprob_pick): plain loops, the ground truth
 // their oneDNN lowerings (onednn_fused.cpp) are tested against.
 //
 //   Tensor s = ref::relScores(ac, bdRaw, ref::attnMask(q, m, m, false), 0.125, -INFINITY);
@@ -12,6 +12,11 @@ namespace txl::backend::ref {
 // ac, bd f32[..., Q, K], mask f32[Q, K]: `value` where masked, else
 // scale * (ac[i, j] + bd[i, j + Q - 1 - i]) (bd term 0 past the last column).
 ir::Tensor relScores(const ir::Tensor& ac, const ir::Tensor& bd, const ir::Tensor& mask, double scale, double value);
+
+// The rel_attention op (ir/ops.def): qu, qv [Q, B, H, D], k, v [K, B, H, D],
+// rt [H, D, K], mask f32[Q, K], pad f32[K] or null; result [Q, B, H, D].
+ir::Tensor relAttention(const ir::Tensor& qu, const ir::Tensor& qv, const ir::Tensor& k, const ir::Tensor& v,
+                        const ir::Tensor& rt, const ir::Tensor& mask, const ir::Tensor* pad, double scale);
 
 // linear(x, w, bias), then relu when asked, then + residual (null: none).
 ir::Tensor fusedLinear(const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* bias, const ir::Tensor* residual,

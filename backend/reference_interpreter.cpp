@@ -113,6 +113,9 @@ class ReferencePlan final : public CompiledGraph {
         Tensor scores = ref::relScores(x[0], x[1], x[2], a.getFloat("scale"), a.getFloat("value"));
         return a.getBool("softmax") ? ref::softmax(scores, -1) : scores;  // as the unfused chain computes it
       }
+      case OpKind::RelAttention:
+        return ref::relAttention(x[0], x[1], x[2], x[3], x[4], x[5], x.size() == 7 ? &x[6] : nullptr,
+                                 a.getFloat("scale"));
       case OpKind::LogprobPick:
         return ref::logprobPick(x[0], x[1], x.size() == 3 ? &x[2] : nullptr, a.getInt("offset"), a.getInt("start"),
                                 a.getInt("end"), a.getInt("classes"), a.getInt("column", 0));

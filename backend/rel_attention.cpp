@@ -75,14 +75,15 @@ struct HeadView {
   const float *qu, *qv, *k, *v, *rt;
   I quPos, qvPos, kPos, vPos, outPos;
   float* out;
+  I rtDim;  // rt's stride from one of D's rows to the next
 };
 
 HeadView headView(const RelAttentionArgs& a, I b, I h) {
   const auto at = [&](auto* p, const RowStrides& s) { return p + b * s.batch + h * s.head; };
   const RelAttentionShape& s = a.shape;
   return {at(a.qu, a.quStrides), at(a.qv, a.qvStrides), at(a.k, a.kStrides),  at(a.v, a.vStrides),
-          a.rt + h * s.d * s.k,  a.quStrides.pos,       a.qvStrides.pos,       a.kStrides.pos,
-          a.vStrides.pos,        a.outStrides.pos,      at(a.out, a.outStrides)};
+          a.rt + h * a.rtHead,   a.quStrides.pos,       a.qvStrides.pos,       a.kStrides.pos,
+          a.vStrides.pos,        a.outStrides.pos,      at(a.out, a.outStrides), a.rtDim};
 }
 
 // Unmasked keys of one query row lie in [first, last] (first > last: none).
@@ -178,7 +179,7 @@ void portableRowBlock(const RelAttentionArgs& a, const HeadView& hv, I i, I j0, 
     float acc = 0.0f;
     const I src = j + q - 1 - i;
     if (src < k)
-      for (I c = 0; c < d; ++c) acc = std::fma(hv.qv[i * hv.qvPos + c], hv.rt[c * k + src], acc);
+      for (I c = 0; c < d; ++c) acc = std::fma(hv.qv[i * hv.qvPos + c], hv.rt[c * hv.rtDim + src], acc);
     for (I c = 0; c < d; ++c) acc = std::fma(hv.qu[i * hv.quPos + c], hv.k[j * hv.kPos + c], acc);
     s[n] = a.scale * acc;
     blockMax = std::max(blockMax, s[n]);
@@ -317,7 +318,7 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
   const I srcW = bv.j0 + bv.q - i0 - MR;
   const float* rt = hv.rt + srcW;
   if (srcW >= 0 && srcW + 16 * kW <= bv.k) {
-    for (I c = 0; c < bv.d; ++c, rt += bv.k) {
+    for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_loadu_ps(rt + 16 * z);
 #pragma GCC unroll 8
@@ -329,7 +330,7 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
   } else {
     __mmask16 in[kW];
     for (int z = 0; z < kW; ++z) in[z] = laneMask(-srcW - 16 * z, bv.k - srcW - 16 * z);
-    for (I c = 0; c < bv.d; ++c, rt += bv.k) {
+    for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_maskz_loadu_ps(in[z], rt + 16 * z);
 #pragma GCC unroll 8

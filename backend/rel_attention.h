@@ -9,7 +9,9 @@
 //   out_i = Σ_j softmax(s)[j] · v_j                     (NaN when every key is masked, as PyTorch)
 //
 // qu_i, qv_i, k_j, v_j and out_i are the D-vectors at [i or j, b, h, :],
-// rt[h] is the BD table [D, k] (W_r R pretransposed, positions contiguous).
+// rt[h] is the BD table [D, k] (W_r R pretransposed, positions contiguous;
+// a shorter segment's table is a suffix of the longest one's, so rows may
+// be longer than k).
 // The [q, k] scores never exist: per key block the scores of a group of
 // queries are computed in registers, softmax-ed online (running max and
 // sum per query) and multiplied into the output at once. Key blocks are
@@ -42,7 +44,8 @@ struct RelAttentionArgs {
   const float* k = nullptr;   // [k, batch, heads, d]
   const float* v = nullptr;   // [k, batch, heads, d]
   RowStrides kStrides, vStrides;
-  const float* rt = nullptr;  // [heads, d, k] dense: element (h, c, p) at (h * d + c) * k + p
+  const float* rt = nullptr;  // [heads, d, k], positions contiguous: element (h, c, p) at h * rtHead + c * rtDim + p
+  std::int64_t rtHead = 0, rtDim = 0;
   const float* mask = nullptr;  // [q, k] dense, nonzero: masked
   const float* pad = nullptr;   // [k] dense, nonzero: a padding key; may be null
   float scale = 1.0f;

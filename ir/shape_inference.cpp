@@ -224,6 +224,26 @@ Inferred relScores(const std::vector<TensorType>& ops, const Attrs& attrs) {
   return ok(ac);
 }
 
+Inferred relAttention(const std::vector<TensorType>& ops, const Attrs& attrs) {
+  TXL_NEED("scale", kFloat);
+  for (const auto& t : ops)
+    if (t.dtype != DType::F32) return fail("operands must be f32, got " + t.str());
+  const auto& qu = ops[0];
+  const auto& keys = ops[2];
+  if (qu.rank() != 4) return fail("qu must be f32[Q, B, H, D], got " + qu.str());
+  if (ops[1] != qu) return fail("qv " + ops[1].str() + " must match qu " + qu.str());
+  const std::int64_t q = qu.shape[0], b = qu.shape[1], h = qu.shape[2], d = qu.shape[3];
+  if (keys.rank() != 4 || Shape(keys.shape.begin() + 1, keys.shape.end()) != Shape{b, h, d})
+    return fail("k must be f32[K, " + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(d) +
+                "] (qu's B, H, D), got " + keys.str());
+  const std::int64_t k = keys.shape[0];
+  if (ops[3] != keys) return fail("v " + ops[3].str() + " must match k " + keys.str());
+  if (ops[4].shape != Shape{h, d, k}) return fail("rt must be f32" + shapeStr({h, d, k}) + ", got " + ops[4].str());
+  if (ops[5].shape != Shape{q, k}) return fail("mask must be f32" + shapeStr({q, k}) + ", got " + ops[5].str());
+  if (ops.size() == 7 && ops[6].shape != Shape{k}) return fail("pad must be f32" + shapeStr({k}) + ", got " + ops[6].str());
+  return ok(qu);
+}
+
 Inferred logprobPick(const std::vector<TensorType>& ops, const Attrs& attrs) {
   for (const char* key : {"offset", "start", "end", "classes"}) TXL_NEED(key, kInt);
   const auto& x = ops[0];
@@ -370,6 +390,8 @@ Inferred inferType(OpKind kind, const std::vector<TensorType>& ops, const Attrs&
       return pick(ops);
     case OpKind::RelScores:
       return relScores(ops, attrs);
+    case OpKind::RelAttention:
+      return relAttention(ops, attrs);
     case OpKind::FusedLinear:
       return fusedLinear(ops, attrs);
     case OpKind::LogprobPick:

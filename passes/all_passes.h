@@ -8,6 +8,7 @@
 #include "passes/common_subexpression_elimination.h"
 #include "passes/fold_bias_terms.h"
 #include "passes/fold_positions.h"
+#include "passes/fuse_attention.h"
 #include "passes/fuse_epilogues.h"
 #include "passes/fuse_nll.h"
 #include "passes/fuse_rel_shift.h"

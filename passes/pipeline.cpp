@@ -39,6 +39,10 @@ const std::vector<std::string>& defaultPipeline() {
       // Constant operands the score matmuls read transposed (W_r R) laid out
       // transposed once, after fuse-rel-shift, which matches the BD matmul.
       "pretranspose-constants",
+      // The whole attention as one op once BD reads W_r R laid out [H, D, K]
+      // (pretranspose-constants) and the scores are one rel_scores with its
+      // softmax (fuse-rel-shift).
+      "fuse-attention",
       // The NLL without the log-probabilities, when the graph does not output
       // them: needs the canonical forms (no identity slices; one log_softmax
       // per cluster after cse) and is independent of the attention fusions.

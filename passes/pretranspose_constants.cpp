@@ -10,7 +10,9 @@
 // Algorithm: for every matmul with transpose_b (transpose_a) whose b (a) is
 // permute(c, p), constant (rw::isConstant) and read by this matmul only,
 // replace the operand by permute(c, p') with the last two entries of p
-// swapped, and drop the flag. Only a permute of a constant: it is folded into
+// swapped, and drop the flag. A slice of such a permute (a segment shorter
+// than the longest reads a suffix of the table, fold-positions) moves with
+// it: slice(permute(c, p')) along the axis the sliced one moved to. Only a permute of a constant: it is folded into
 // a constant buffer either way, so the rewrite costs no memory; a transpose
 // of a value computed per segment would turn a row copy into a slow
 // element-wise transposition, and of a plain weight would add a copy of it.
@@ -25,22 +27,47 @@ namespace txl::passes {
 using ir::Node;
 using ir::OpKind;
 
+namespace {
+
+// The operand laid out transposed, when it is permute(c, p) of a constant
+// read by this matmul only, or slice(permute(c, p)) (a shorter segment's
+// suffix of the position table), each link read once: permute(c, p') with
+// the last two entries of p swapped, then the same slice along the axis it
+// moved to. nullopt otherwise.
+std::optional<Node> laidOutTransposed(ir::Graph& g, Node operand) {
+  std::optional<Node> slice;
+  Node p = operand;
+  if (g.kind(p) == OpKind::Slice && rw::singleUse(g, p)) {
+    slice = p;
+    p = g.operand(p, 0);
+  }
+  if (g.kind(p) != OpKind::Permute || !rw::isConstant(g, p) || !rw::singleUse(g, p)) return std::nullopt;
+  rw::Ints perm = g.op(p).attrs.getInts("perm");
+  const std::int64_t rank = std::int64_t(perm.size());
+  if (rank < 2) return std::nullopt;
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  const Node laidOut = rw::permute(g, g.operand(p, 0), perm);
+  if (!slice) return laidOut;
+  std::int64_t axis = rw::axisOf(g, *slice);
+  if (axis >= rank - 2) axis = 2 * rank - 3 - axis;  // the last two axes swapped
+  const auto& a = g.op(*slice).attrs;
+  return rw::slice(g, laidOut, axis, a.getInt("start"), a.getInt("end"));
+}
+
+}  // namespace
+
 ir::PassResult PretransposeConstants::run(ir::Graph& g, ir::PassContext& ctx) {
   int moved = 0;
   for (Node n : g.nodesOfKind(OpKind::MatMul)) {
     for (std::size_t i : {std::size_t(0), std::size_t(1)}) {
       const char* flag = i == 0 ? "transpose_a" : "transpose_b";
-      const Node p = g.operand(n, i);
-      if (!g.op(n).attrs.getBool(flag) || g.kind(p) != OpKind::Permute || !rw::isConstant(g, p) ||
-          !rw::singleUse(g, p))
-        continue;
-      rw::Ints perm = g.op(p).attrs.getInts("perm");
-      if (perm.size() < 2) continue;
-      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-      const Node laidOut = rw::permute(g, g.operand(p, 0), perm);
-      g.setOperand(n, i, laidOut);
+      const Node old = g.operand(n, i);
+      if (!g.op(n).attrs.getBool(flag)) continue;
+      const auto laidOut = laidOutTransposed(g, old);
+      if (!laidOut) continue;
+      g.setOperand(n, i, *laidOut);
       g.op(n).attrs.erase(flag);
-      rw::eraseIfDead(g, p);
+      rw::eraseIfDead(g, old);
       ++moved;
     }
   }

@@ -43,7 +43,8 @@ FlopCount countFlops(const ir::Graph& g) {
   for (Node n : g.topologicalOrder()) {
     const double flops = matrixProductFlops(g, n);
     if (flops == 0 || passes::rw::isConstant(g, n)) continue;
-    const double fraction = g.kind(n) == OpKind::MatMul ? 1.0 : newRowFraction(g, g.operand(n, 0));
+    const bool attention = g.kind(n) == OpKind::MatMul || g.kind(n) == OpKind::RelAttention;  // every key is read
+    const double fraction = attention ? 1.0 : newRowFraction(g, g.operand(n, 0));
     f.graph += flops;
     f.useful += flops * fraction;
     f.byOp[std::string(ir::opInfo(g.kind(n)).name)] += flops * fraction;

@@ -22,6 +22,8 @@ double matrixProductFlops(const ir::Graph& g, Node n) {
       const bool ta = g.op(n).attrs.getBool("transpose_a");
       return 2.0 * numel(g.type(n)) * double(ta ? a.shape[a.rank() - 2] : a.shape.back());
     }
+    case OpKind::RelAttention:  // qu · kᵀ, qv · rt and p · v: three [Q, K] x D products per (batch, head)
+      return 3 * 2.0 * numel(g.type(n)) * double(g.type(g.operand(n, 2)).shape[0]);
     default:
       return 0;
   }
@@ -50,6 +52,8 @@ double nodeFlops(const ir::Graph& g, Node n) {
       return numel(out);
     case OpKind::RelScores:
       return 3.0 * numel(out);
+    case OpKind::RelAttention:  // the products, then per score the shift's add, the scale and a softmax
+      return matrixProductFlops(g, n) + 8.0 * numel(out) / double(out.shape.back()) * double(g.type(g.operand(n, 2)).shape[0]);
     case OpKind::Softmax:
     case OpKind::LogSoftmax:
       return 5.0 * numel(out);

@@ -33,6 +33,7 @@ enum class MaskKind { Causal, SameLength, Random };
 struct Problem {
   RelAttentionShape shape;
   std::vector<float> qu, qv, kv, rt, mask, pad, out;
+  I rtLead = 0;  // rt's rows start with this many unused columns (a suffix of a longer table)
   float scale = 0.37f;
 
   I hd() const { return shape.heads * shape.d; }
@@ -45,7 +46,9 @@ struct Problem {
     a.quStrides = a.qvStrides = {B * H * d, H * d, d};
     a.k = kv.data(), a.v = kv.data() + hd();
     a.kStrides = a.vStrides = {B * 2 * hd(), 2 * hd(), d};
-    a.rt = rt.data();
+    a.rt = rt.data() + rtLead;
+    a.rtDim = shape.k + rtLead;
+    a.rtHead = d * a.rtDim;
     a.mask = mask.data();
     a.pad = pad.empty() ? nullptr : pad.data();
     a.scale = scale;
@@ -85,7 +88,8 @@ Problem makeProblem(RelAttentionShape s, MaskKind kind, bool withPad, std::uint3
   p.qu = randomVector(s.q * rows, rng);
   p.qv = randomVector(s.q * rows, rng);
   p.kv = randomVector(s.k * 2 * rows, rng);
-  p.rt = randomVector(s.heads * s.d * s.k, rng);
+  p.rtLead = 5;
+  p.rt = randomVector(s.heads * s.d * (s.k + p.rtLead), rng);
   p.mask = makeMask(s.q, s.k, kind, rng, (s.k - s.q) / 2);
   if (withPad) {
     p.pad.assign(s.k, 0.0f);
@@ -118,7 +122,7 @@ std::vector<double> reference(Problem& p) {
           double dot = 0.0;
           for (I c = 0; c < s.d; ++c) {
             dot += double(qu[c]) * kj[c];
-            if (src < s.k) dot += double(qv[c]) * a.rt[(h * s.d + c) * s.k + src];
+            if (src < s.k) dot += double(qv[c]) * a.rt[h * a.rtHead + c * a.rtDim + src];
           }
           w[j] = a.scale * dot;
           max = std::max(max, w[j]);
@@ -183,9 +187,10 @@ Problem prependMaskedKeys(const Problem& p, I extra) {
   e.kv.insert(e.kv.end(), p.kv.begin(), p.kv.end());
   e.rt.clear();
   for (I row = 0; row < s.heads * s.d; ++row) {
-    const std::vector<float> garbage = randomVector(extra, rng);
+    const std::vector<float> garbage = randomVector(p.rtLead + extra, rng);
     e.rt.insert(e.rt.end(), garbage.begin(), garbage.end());
-    e.rt.insert(e.rt.end(), p.rt.begin() + row * s.k, p.rt.begin() + (row + 1) * s.k);
+    const auto used = p.rt.begin() + row * (p.rtLead + s.k) + p.rtLead;
+    e.rt.insert(e.rt.end(), used, used + s.k);
   }
   e.mask.clear();
   for (I i = 0; i < s.q; ++i) {

@@ -110,7 +110,8 @@ TEST_CASE("the default pipeline keeps whole segment graphs equal on both executo
         CHECK(count(optimized, OpKind::Pad) == 0);
         CHECK(count(optimized, OpKind::Relu) == 0);
         if (c.spec.attn_type == 0) {
-          CHECK(count(optimized, OpKind::RelScores) == std::size_t(c.spec.n_layer));
+          CHECK(count(optimized, OpKind::RelAttention) == std::size_t(c.spec.n_layer));  // rel_scores inside
+          CHECK(count(optimized, OpKind::RelScores) == 0);
           CHECK(count(optimized, OpKind::RelShift) == 0);
           CHECK(count(optimized, OpKind::MaskedFill) == 0);
           for (ir::Node n : optimized.nodesOfKind(OpKind::Add))

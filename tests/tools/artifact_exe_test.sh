@@ -35,7 +35,7 @@ echo "generated: $g1"
 "$TXLC" inspect "$T/kjv.txla" --qlen 64 --mlen 64 > "$T/from_artifact.ir"
 "$TXLC" inspect "$M/kjv-char" --qlen 64 --mlen 64 > "$T/from_model.ir"
 cmp -s "$T/from_artifact.ir" "$T/from_model.ir" || { echo "inspect of the artifact differs from the model's"; exit 1; }
-grep -q "rel_scores" "$T/from_artifact.ir"
+grep -q "rel_attention" "$T/from_artifact.ir"
 
 # A corrupted copy of the executable's artifact is refused with one line.
 cp "$T/kjv" "$T/bad"
