@@ -526,6 +526,40 @@ TEST_CASE("onednn: rel_scores with and without its row softmax, against the refe
   compareWithReference(g, inputs);
 }
 
+TEST_CASE("onednn: rel_attention reads k and v in place from [keys, B, 2·H·D] rows, against the reference",
+          "[onednn]") {
+  // A suffix of a longer position table, as a shorter segment reads it; with
+  // and without the padding keys' vector; 1 and 7 query rows.
+  const I batch = 2, heads = 3, dim = 5, width = 2 * heads * dim, mlen = 9;
+  for (const I q : {I(1), I(7)})
+    for (const bool padded : {false, true}) {
+      INFO("q " << q << ", padded " << padded);
+      const I k = mlen + q;
+      ir::Graph g;
+      const Node kv = g.addInput("kv", f32({k, batch, width}));
+      auto columns = [&](I start) {
+        Node s = g.add(OpKind::Slice, {kv}, {{"axis", I(2)}, {"start", start}, {"end", start + heads * dim}});
+        return g.add(OpKind::Reshape, {s}, {{"shape", std::vector<I>{k, batch, heads, dim}}});
+      };
+      const Node qu = g.addInput("qu", f32({q, batch, heads, dim})), qv = g.addInput("qv", f32({q, batch, heads, dim}));
+      const Node table = g.addInput("table", f32({heads, dim, k + 4}));
+      const Node rt = g.add(OpKind::Slice, {table}, {{"axis", I(2)}, {"start", I(4)}, {"end", k + 4}});
+      const Node mask = g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", true}});
+      std::vector<Node> operands{qu, qv, columns(0), columns(heads * dim), rt, mask};
+      TensorMap inputs;
+      if (padded) {
+        operands.push_back(g.addInput("pad", f32({k})));
+        Tensor pad = Tensor::zeros(f32({k}));
+        for (I j = 0; j < 3; ++j) pad.data<float>()[j] = 1.0f;
+        inputs["pad"] = pad;
+      }
+      g.addOutput("y", g.add(OpKind::RelAttention, operands, {{"scale", 0.4}}));
+      auto plan = compareWithReference(g, inputs);
+      for (const auto& step : stepsOf(*plan)) CHECK(step.op != "slice");  // no copy of k or v
+      CHECK(stepsOf(*plan).back().impl == "txl:rel_attention");
+    }
+}
+
 TEST_CASE("onednn: logprob_pick against the reference, targets at the range's edges", "[onednn]") {
   // x spans several of the kernel's 2048-value blocks and ends in a partial
   // one; magnitudes up to 1000 (no -inf); rows whose maximum sits in the last
