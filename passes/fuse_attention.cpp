@@ -66,15 +66,14 @@ std::optional<Node> onlyUser(const ir::Graph& g, Node n) {
 }
 
 struct Site {
-  Node scores;               // the rel_scores
-  std::optional<Node> pad;   // pad [K] of the padding keys' masked_fill
-  Node result;               // permute(P · V) [Q, B, H, D]: what rel_attention replaces
-  Node qu, qv, k, v, rt;
+  Node result;              // permute(P · V) [Q, B, H, D]: what rel_attention replaces
+  Node qu, qv, k, v, rt;    // its operands, row-major
+  std::optional<Node> pad;  // pad [K] of the padding keys' masked_fill
 };
 
 std::optional<Site> match(const ir::Graph& g, Node rs) {
-  Site s{rs, std::nullopt, rs, rs, rs, rs, rs, rs};
   if (!minusInfinity(g, rs)) return std::nullopt;
+  std::optional<Node> padding;
   Node p = rs;
   if (!g.op(rs).attrs.getBool("softmax")) {  // 1. masked_fill(., pad) then softmax
     auto fill = onlyUser(g, rs);
@@ -87,7 +86,7 @@ std::optional<Site> match(const ir::Graph& g, Node rs) {
     if (!softmax || g.kind(*softmax) != OpKind::Softmax ||
         ir::normalizeAxis(g.op(*softmax).attrs.getInt("axis"), std::int64_t(shape.size())) != std::int64_t(shape.size()) - 1)
       return std::nullopt;
-    s.pad = pad;
+    padding = pad;
     p = *softmax;
   }
   // 2. P · V, back to row-major; AC and BD.
@@ -100,9 +99,7 @@ std::optional<Site> match(const ir::Graph& g, Node rs) {
   auto qu = permuted(g, g.operand(ac, 0), kHeadMajor), k = permuted(g, g.operand(ac, 1), kHeadMajor),
        qv = permuted(g, g.operand(bd, 0), kHeadMajor), v = permuted(g, g.operand(*pv, 1), kHeadMajor);
   if (!qu || !k || !qv || !v) return std::nullopt;
-  s.result = *back;
-  s.qu = *qu, s.qv = *qv, s.k = *k, s.v = *v, s.rt = g.operand(bd, 1);
-  return s;
+  return Site{*back, *qu, *qv, *k, *v, g.operand(bd, 1), padding};
 }
 
 }  // namespace
