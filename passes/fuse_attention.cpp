@@ -112,8 +112,8 @@ ir::PassResult FuseAttention::run(ir::Graph& g, ir::PassContext& ctx) {
     if (!site) continue;
     std::vector<Node> operands{site->qu, site->qv, site->k, site->v, site->rt, g.operand(rs, 2)};
     if (site->pad) operands.push_back(*site->pad);
-    // The op's type check rejects operands in other layouts, e.g. an rt read
-    // transposed ([H, K, D]): leave those sites as they are.
+    // The op's type check rejects operands in other layouts, e.g. a position
+    // table per batch index ([B, H, D, K]): leave those sites as they are.
     const ir::Attrs attrs{{"scale", g.op(rs).attrs.getFloat("scale")}};
     std::vector<ir::TensorType> types;
     for (Node o : operands) types.push_back(g.type(o));
