@@ -15,7 +15,8 @@
 //      [k - 64 (nb - t), ... + 64). Lanes j < 0 of the first block are masked
 //      and never read. Blocks no row of the task uses are skipped.
 //   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
-//      transposes).
+//      transposes), V's rows copied into a dense Vb[64][64] (copyValues).
+//      The next block's K and V rows are prefetched a share per row group.
 //   4. Per group of MR <= 4 rows (skipped when none of them uses the block):
 //      the MR x 64 scores in 16 zmm: BD first, as one MR x 80 window product
 //      (5 rt loads per c shared by the rows, lanes outside rt masked, row r
@@ -23,7 +24,7 @@
 //      BD proper, but per-row unaligned rt loads made it load-bound), then AC
 //      into the same registers (broadcast qu, Kt rows); scale; mask and pad
 //      to -inf; online softmax; then O = alpha O + P V over the keys the
-//      group uses (V rows read in place, NV = ceil(d / 16) zmm per row).
+//      group uses (Vb rows, NV = ceil(d / 16) zmm per row).
 //   5. out = O / l, or NaN where every key of the row is masked.
 //
 // A key masked in front changes no lane of any other key, and a block every
@@ -42,6 +43,15 @@
 // with K / V streamed from L3 (~9%) are the rest. The exp by scalef (exp16)
 // and the row sums kept as 16 lanes until the end: enwik8 at 2 threads
 // 2.65-2.70 -> 2.53-2.60 ms median (2 interleaved pairs).
+// Vb and the spread prefetch, A/B in one process (old and new kernel called
+// alternately, 200-300 calls each, 25th percentile, outputs bit-identical):
+// enwik8 1 thread 4.26 -> 4.07 ms, 2 threads 2.18 -> 2.08 ms (-4.5%, two
+// runs each); WT103 0.944 -> 0.864 / 0.469 -> 0.446; small 2.42 -> 2.33 /
+// 1.19 -> 1.16. Tried and dropped (same A/B, enwik8, 1 thread): rt's window
+// copied dense per block for BD (+10%: the copy stalls on cold rt rows and
+// the buffer crowds Kt / Vb out of L1), the next block's Kt / Vb staged by
+// shares during the current block (+12%: 64 KiB of double buffers), real
+// loads instead of prefetches (+5%), prefetcht1 instead of t0 (+2%).
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
@@ -296,6 +306,31 @@ TXL_AVX512 void transposeKeys(const HeadView& hv, I d, I j0, LaneRange lanes, fl
     }
 }
 
+// vb[n][0 .. 16 NV) = V[j0 + n][0 .. d), zero beyond d, for the keys of lanes
+// [lanes.lo, lanes.hi): P V then reads 16 KiB of L1, aligned and unmasked.
+// In place, V rows a multiple of 4 KiB apart (enwik8: 4 KiB) fall into the
+// same few L1 sets, so each row group re-fetched them from L2 (P V ran at
+// ~60% of the AC loop's FMA rate; with vb, at about the same rate).
+// Loads of 4 rows before their stores: one load, one store each was slower.
+TXL_AVX512 void copyValues(const HeadView& hv, I d, I j0, LaneRange lanes, float* vb) {
+  __mmask16 cols[4];
+  for (int v = 0; v < 4; ++v) cols[v] = laneMask(0, d - 16 * v);
+  const I nv = (d + 15) / 16;
+  I n = lanes.lo;
+  for (; n + 4 <= lanes.hi; n += 4) {  // 16 loads, then 16 stores
+    __m512 x[4][4];
+    for (int r = 0; r < 4; ++r)
+      for (int v = 0; v < 4; ++v)
+        if (v < nv) x[r][v] = _mm512_maskz_loadu_ps(cols[v], hv.v + (j0 + n + r) * hv.vPos + 16 * v);
+    for (int r = 0; r < 4; ++r)
+      for (int v = 0; v < 4; ++v)
+        if (v < nv) _mm512_store_ps(vb + (n + r) * kMaxD + 16 * v, x[r][v]);
+  }
+  for (; n < lanes.hi; ++n)
+    for (int v = 0; v < nv; ++v)
+      _mm512_store_ps(vb + n * kMaxD + 16 * v, _mm512_maskz_loadu_ps(cols[v], hv.v + (j0 + n) * hv.vPos + 16 * v));
+}
+
 // The fixed facts of one (task, key block) that every row group reads.
 struct BlockView {
   const HeadView* hv;
@@ -303,6 +338,7 @@ struct BlockView {
   float scale;
   const float* mask;    // mask row 0 at the block: mask + j0
   const float* kt;      // [d][64]
+  const float* vb;      // [64][kMaxD]: the block's V rows (copyValues)
   __mmask16 keyOk[4];   // lanes with j >= 0 and pad[j] == 0
 };
 
@@ -407,20 +443,17 @@ TXL_AVX512_INLINE float softmaxRow(const BlockView& bv, I i, __m512 (&s)[4], flo
 template <int MR, int NV>
 TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (&p)[MR][kKeyBlock], const float (&alpha)[MR],
                                     LaneRange lanes, float* o) {
-  __mmask16 cols[NV];
-  for (int v = 0; v < NV; ++v) cols[v] = laneMask(0, bv.d - 16 * v);
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
       acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + r * kMaxD + 16 * v), _mm512_set1_ps(alpha[r]));
-  const I vPos = bv.hv->vPos;
-  const float* vRow = bv.hv->v + (bv.j0 + lanes.lo) * vPos;
-  for (I n = lanes.lo; n < lanes.hi; ++n, vRow += vPos) {
+  const float* vRow = bv.vb + lanes.lo * kMaxD;
+  for (I n = lanes.lo; n < lanes.hi; ++n, vRow += kMaxD) {
     __m512 vv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) vv[v] = _mm512_maskz_loadu_ps(cols[v], vRow + 16 * v);
+    for (int v = 0; v < NV; ++v) vv[v] = _mm512_load_ps(vRow + 16 * v);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 b = _mm512_set1_ps(p[r][n]);
@@ -471,11 +504,20 @@ TXL_AVX512 void dispatchGroup(int mr, int nv, const BlockView& bv, I i0, I r0, L
   }
 }
 
-// Rows [j1, j2) of a [keys, d] operand at position stride `pos` into L1 / L2
-// ahead of use (K and V rows are far apart: the hardware prefetchers lag).
+// Rows [j1, j2) of a [keys, d] operand at position stride `pos` into the
+// caches ahead of use (K and V rows are pages apart: no hardware prefetch).
 void prefetchRows(const float* base, I pos, I d, I j1, I j2) {
   for (I j = j1; j < j2; ++j)
     for (I c = 0; c < d; c += 16) __builtin_prefetch(base + j * pos + c);
+}
+
+// Share g of G of the K and V rows of the next block (at jn), prefetched by
+// row group g of the current block: spread over the block's FMAs (measured
+// slightly better than the next block's K in one burst after the transposes).
+void prefetchNextShare(const HeadView& hv, I d, I k, I jn, I g, I G) {
+  const I j1 = std::min(jn + kKeyBlock * g / G, k), j2 = std::min(jn + kKeyBlock * (g + 1) / G, k);
+  prefetchRows(hv.k, hv.kPos, d, j1, j2);
+  prefetchRows(hv.v, hv.vPos, d, j1, j2);
 }
 
 TXL_AVX512 void writeRowsAvx512(const HeadView& hv, const Task& t, I d, const RowState& st) {
@@ -522,17 +564,19 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
   RowState st;
   initRows(a, t, st, unmaskedKeysAvx512);
   alignas(64) float kt[kMaxD * kKeyBlock] = {};
+  alignas(64) float vb[kKeyBlock * kMaxD];
   const HeadView hv = headView(a, t.b, t.h);
   const I k = a.shape.k, d = a.shape.d;
   const int nv = static_cast<int>((d + 15) / 16);
   const KeyRange taskKeys = hull(st.keys, t.rows);
-  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, {}};
+  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, vb, {}};
+  const I groups = (t.rows + kRowGroup - 1) / kRowGroup;
   for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
     const LaneRange taskLanes = lanesOf(taskKeys, j0);
     if (taskLanes.lo >= taskLanes.hi) continue;
-    prefetchRows(hv.v, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // read by P V after the scores
+    prefetchRows(hv.v, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // copied after the transposes
     transposeKeys(hv, d, j0, taskLanes, kt);
-    prefetchRows(hv.k, hv.kPos, d, j0 + kKeyBlock, std::min(j0 + 2 * kKeyBlock, k));  // the next block's
+    copyValues(hv, d, j0, taskLanes, vb);
     bv.j0 = j0;
     bv.mask = a.mask + j0;
     for (int z = 0; z < 4; ++z) {
@@ -542,6 +586,7 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
                           : inK;
     }
     for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {
+      prefetchNextShare(hv, d, k, j0 + kKeyBlock, r0 / kRowGroup, groups);
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
       const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
       if (lanes.lo < lanes.hi) dispatchGroup(static_cast<int>(mr), nv, bv, t.i0 + r0, r0, lanes, st);
