@@ -17,14 +17,18 @@
 //   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
 //      transposes), V's rows copied into a dense Vb[64][64] (copyValues).
 //      The next block's K and V rows are prefetched a share per row group.
-//   4. Per group of MR <= 4 rows (skipped when none of them uses the block):
+//   4. Per group of MR <= 4 rows (skipped when none of them uses the block),
+//      in two passes over the groups: scores and softmax of every group into
+//      P[rows][64], then every group's P V, so that each pass's operands
+//      (Kt 16 KiB + rt's window ~24 KiB; Vb 16 KiB) stay in the 48 KiB L1,
+//      which all three together overflowed:
 //      the MR x 64 scores in 16 zmm: BD first, as one MR x 80 window product
 //      (5 rt loads per c shared by the rows, lanes outside rt masked, row r
 //      then shifted by MR - 1 - r lanes with permutes; 25% more FMAs than
 //      BD proper, but per-row unaligned rt loads made it load-bound), then AC
 //      into the same registers (broadcast qu, Kt rows); scale; mask and pad
 //      to -inf; online softmax; then O = alpha O + P V over the keys the
-//      group uses (Vb rows, NV = ceil(d / 16) zmm per row).
+//      group uses (Vb rows, NV = ceil(d / 16) zmm per row), in the second pass.
 //   5. out = O / l, or NaN where every key of the row is masked.
 //
 // A key masked in front changes no lane of any other key, and a block every
@@ -51,7 +55,12 @@
 // copied dense per block for BD (+10%: the copy stalls on cold rt rows and
 // the buffer crowds Kt / Vb out of L1), the next block's Kt / Vb staged by
 // shares during the current block (+12%: 64 KiB of double buffers), real
-// loads instead of prefetches (+5%), prefetcht1 instead of t0 (+2%).
+// loads instead of prefetches (+5%), prefetcht1 instead of t0 (+2%),
+// query blocks of 40 rows (+12%).
+// The two passes per block (scores, then P V), same A/B against the kernel
+// before Vb: enwik8 1 thread 0.93-0.95 of it, 2 threads 0.945-0.95; WT103
+// 0.93 / 0.94; small 0.95 / 0.96. (rt rows forced L1-resident, a timing hack,
+// had shown ~10% in BD's loads; unaligned rt loads cost ~4%.)
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
@@ -441,7 +450,7 @@ TXL_AVX512_INLINE float softmaxRow(const BlockView& bv, I i, __m512 (&s)[4], flo
 
 // O[r] = alpha[r] O[r] + Σ_{n in lanes} p[r][n] V[j0 + n] for MR rows, NV zmm of d.
 template <int MR, int NV>
-TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (&p)[MR][kKeyBlock], const float (&alpha)[MR],
+TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha,
                                     LaneRange lanes, float* o) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
@@ -467,40 +476,51 @@ TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (&p)[MR][kK
     for (int v = 0; v < NV; ++v) _mm512_store_ps(o + r * kMaxD + 16 * v, acc[r][v]);
 }
 
-// One group of MR rows (task rows r0..r0+MR) over one key block.
-template <int MR, int NV>
-TXL_AVX512 void groupBlock(const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+// Phase 1 for one group of MR rows (task rows r0..r0+MR) over one key block:
+// scores, online softmax; p[r0 + r] = the probabilities, alpha[r0 + r] the
+// factor of the row's old O.
+template <int MR>
+TXL_AVX512 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock], float* alpha) {
   __m512 s[MR][4];
   bdTile<MR>(bv, i0, s);
   acTile<MR>(bv, i0, s);
-  alignas(64) float p[MR][kKeyBlock];
-  float alpha[MR];
   for (int r = 0; r < MR; ++r) {
     __m512 l = _mm512_load_ps(st.lanesL[r0 + r]);
-    alpha[r] = softmaxRow(bv, i0 + r, s[r], st.m[r0 + r], l);
+    alpha[r0 + r] = softmaxRow(bv, i0 + r, s[r], st.m[r0 + r], l);
     _mm512_store_ps(st.lanesL[r0 + r], l);
-    for (int z = 0; z < 4; ++z) _mm512_store_ps(p[r] + 16 * z, s[r][z]);
+    for (int z = 0; z < 4; ++z) _mm512_store_ps(p[r0 + r] + 16 * z, s[r][z]);
   }
-  accumulatePV<MR, NV>(bv, p, alpha, lanes, st.o + r0 * kMaxD);
 }
 
-template <int NV>
-TXL_AVX512 void groupBlockRows(int mr, const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+TXL_AVX512 void dispatchScores(int mr, const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
+                               float* alpha) {
   switch (mr) {
-    case 1: return groupBlock<1, NV>(bv, i0, r0, lanes, st);
-    case 2: return groupBlock<2, NV>(bv, i0, r0, lanes, st);
-    case 3: return groupBlock<3, NV>(bv, i0, r0, lanes, st);
-    case 4: return groupBlock<4, NV>(bv, i0, r0, lanes, st);
-    default: return groupBlock<4, NV>(bv, i0, r0, lanes, st);
+    case 1: return groupScores<1>(bv, i0, r0, st, p, alpha);
+    case 2: return groupScores<2>(bv, i0, r0, st, p, alpha);
+    case 3: return groupScores<3>(bv, i0, r0, st, p, alpha);
+    default: return groupScores<4>(bv, i0, r0, st, p, alpha);
   }
 }
 
-TXL_AVX512 void dispatchGroup(int mr, int nv, const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+// Phase 2 for the group: O = alpha O + P V.
+template <int NV>
+TXL_AVX512 void valuesRows(int mr, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha, LaneRange lanes,
+                           float* o) {
+  switch (mr) {
+    case 1: return accumulatePV<1, NV>(bv, p, alpha, lanes, o);
+    case 2: return accumulatePV<2, NV>(bv, p, alpha, lanes, o);
+    case 3: return accumulatePV<3, NV>(bv, p, alpha, lanes, o);
+    default: return accumulatePV<4, NV>(bv, p, alpha, lanes, o);
+  }
+}
+
+TXL_AVX512 void dispatchValues(int mr, int nv, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha,
+                               LaneRange lanes, float* o) {
   switch (nv) {
-    case 1: return groupBlockRows<1>(mr, bv, i0, r0, lanes, st);
-    case 2: return groupBlockRows<2>(mr, bv, i0, r0, lanes, st);
-    case 3: return groupBlockRows<3>(mr, bv, i0, r0, lanes, st);
-    default: return groupBlockRows<4>(mr, bv, i0, r0, lanes, st);
+    case 1: return valuesRows<1>(mr, bv, p, alpha, lanes, o);
+    case 2: return valuesRows<2>(mr, bv, p, alpha, lanes, o);
+    case 3: return valuesRows<3>(mr, bv, p, alpha, lanes, o);
+    default: return valuesRows<4>(mr, bv, p, alpha, lanes, o);
   }
 }
 
@@ -565,6 +585,8 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
   initRows(a, t, st, unmaskedKeysAvx512);
   alignas(64) float kt[kMaxD * kKeyBlock] = {};
   alignas(64) float vb[kKeyBlock * kMaxD];
+  alignas(64) float p[kQueryBlock][kKeyBlock];  // the block's probabilities, phase 1 to 2
+  float alpha[kQueryBlock];
   const HeadView hv = headView(a, t.b, t.h);
   const I k = a.shape.k, d = a.shape.d;
   const int nv = static_cast<int>((d + 15) / 16);
@@ -585,11 +607,17 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
                                                     _mm512_setzero_ps(), _CMP_EQ_OQ)
                           : inK;
     }
-    for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {
+    for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 1: Kt and rt's window in L1
       prefetchNextShare(hv, d, k, j0 + kKeyBlock, r0 / kRowGroup, groups);
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
       const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
-      if (lanes.lo < lanes.hi) dispatchGroup(static_cast<int>(mr), nv, bv, t.i0 + r0, r0, lanes, st);
+      if (lanes.lo < lanes.hi) dispatchScores(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
+    }
+    for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 2: Vb in L1
+      const I mr = std::min<I>(kRowGroup, t.rows - r0);
+      const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
+      if (lanes.lo < lanes.hi)
+        dispatchValues(static_cast<int>(mr), nv, bv, p + r0, alpha + r0, lanes, st.o + r0 * kMaxD);
     }
   }
   writeRowsAvx512(hv, t, d, st);
