@@ -61,6 +61,9 @@
 // before Vb: enwik8 1 thread 0.93-0.95 of it, 2 threads 0.945-0.95; WT103
 // 0.93 / 0.94; small 0.95 / 0.96. (rt rows forced L1-resident, a timing hack,
 // had shown ~10% in BD's loads; unaligned rt loads cost ~4%.)
+// BD's 5 rt loads kept in registers (pinRegisters; GCC had folded the 5th
+// into each row's FMA: 4 line-splitting loads for 1): enwik8 1 thread
+// 0.94-0.95 -> 0.91-0.92 of the kernel before Vb, 2 threads 0.95 -> 0.92-0.93.
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
@@ -351,6 +354,14 @@ struct BlockView {
   __mmask16 keyOk[4];   // lanes with j >= 0 and pad[j] == 0
 };
 
+// Keeps x in registers: without it GCC folds a load into each row's FMA
+// (vfmadd231ps mem), so one unaligned, line-splitting rt load became MR.
+TXL_AVX512_INLINE void pinRegisters(__m512 (&x)[5]) {
+  __m512 x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3], x4 = x[4];
+  asm("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4));
+  x[0] = x0, x[1] = x1, x[2] = x2, x[3] = x3, x[4] = x4;
+}
+
 // s[r] = BD of row i0 + r: the window W[r][w] = qv_i · rt[:, srcW + w],
 // srcW = j0 + q - i0 - MR, is one plain MR x 80 product (5 rt loads per c
 // for all rows, instead of 4 unaligned loads per row), and row r's lane n
@@ -370,6 +381,7 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
     for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_loadu_ps(rt + 16 * z);
+      pinRegisters(x);
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
@@ -382,6 +394,7 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
     for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_maskz_loadu_ps(in[z], rt + 16 * z);
+      pinRegisters(x);
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
