@@ -24,8 +24,9 @@
 //      which all three together overflowed:
 //      the MR x 64 scores in 16 zmm: BD first, as one MR x 80 window product
 //      (5 rt loads per c shared by the rows, lanes outside rt masked, row r
-//      then shifted by MR - 1 - r lanes with permutes; 25% more FMAs than
-//      BD proper, but per-row unaligned rt loads made it load-bound), then AC
+//      then shifted by MR - 1 - r lanes with permutes; the rows' few lanes
+//      of the 5th vector packed into one accumulator: 4 MR + 1 FMAs per c,
+//      where per-row unaligned rt loads made it load-bound), then AC
 //      into the same registers (broadcast qu, Kt rows); scale; mask and pad
 //      to -inf; online softmax; then O = alpha O + P V over the keys the
 //      group uses (Vb rows, NV = ceil(d / 16) zmm per row), in the second pass.
@@ -64,6 +65,9 @@
 // BD's 5 rt loads kept in registers (pinRegisters; GCC had folded the 5th
 // into each row's FMA: 4 line-splitting loads for 1): enwik8 1 thread
 // 0.94-0.95 -> 0.91-0.92 of the kernel before Vb, 2 threads 0.95 -> 0.92-0.93.
+// The packed 5th window vector (17 FMAs per c instead of 20 at MR = 4):
+// enwik8 1 thread 0.91 -> 0.88, 2 threads 0.92 -> 0.87-0.89; WT103 0.87 /
+// 0.87; small 0.91 / 0.92 (all against the kernel before Vb, bit-identical).
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
@@ -362,18 +366,58 @@ TXL_AVX512_INLINE void pinRegisters(__m512 (&x)[5]) {
   x[0] = x0, x[1] = x1, x[2] = x2, x[3] = x3, x[4] = x4;
 }
 
+// The lanes of the packed 5th window vector (bdTile): row r < MR - 1 needs
+// lanes [0, MR - 1 - r) of its 5th vector, kept at lanes off(r) + .. of one
+// accumulator, off(r) = Σ_{r' < r} (MR - 1 - r').
+template <int MR>
+constexpr int packedOffset(int r) {
+  int off = 0;
+  for (int q = 0; q < r; ++q) off += MR - 1 - q;
+  return off;
+}
+
+// One c of bdTile: x = rt's 5 window vectors at c, qv = row 0's qv at c.
+template <int MR>
+TXL_AVX512_INLINE void bdStep(__m512 (&x)[5], const float* qv, I qvPos, __m512i pidx, const __mmask16 (&seg)[MR],
+                              __m512 (&w)[MR][4], __m512& w5) {
+  pinRegisters(x);
+  __m512 b[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    b[r] = _mm512_set1_ps(qv[r * qvPos]);
+    for (int z = 0; z < 4; ++z) w[r][z] = _mm512_fmadd_ps(b[r], x[z], w[r][z]);
+  }
+  if constexpr (MR > 1) {
+    __m512 b5 = b[0];
+    for (int r = 1; r + 1 < MR; ++r) b5 = _mm512_mask_mov_ps(b5, seg[r], b[r]);
+    w5 = _mm512_fmadd_ps(b5, _mm512_permutexvar_ps(pidx, x[4]), w5);
+  }
+}
+
 // s[r] = BD of row i0 + r: the window W[r][w] = qv_i · rt[:, srcW + w],
 // srcW = j0 + q - i0 - MR, is one plain MR x 80 product (5 rt loads per c
 // for all rows, instead of 4 unaligned loads per row), and row r's lane n
 // is window lane n + MR - 1 - r (a register shift by a constant). Window
-// lanes outside rt's [0, k) are 0 and not read.
+// lanes outside rt's [0, k) are 0 and not read. Of the 5th vector, row r
+// uses MR - 1 - r lanes only: those of all rows are packed into one
+// accumulator (x[4]'s lanes permuted, qv blended per lane), 4 MR + 1 FMAs
+// per c instead of 5 MR; every lane keeps its own FMA chain, so the sums
+// are the same bits.
 template <int MR>
 TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
   constexpr int kW = 5;  // 80 lanes >= 64 + MR - 1
   const HeadView& hv = *bv.hv;
-  __m512 w[MR][kW];
+  __m512 w[MR][4], w5 = _mm512_setzero_ps();
   for (int r = 0; r < MR; ++r)
-    for (int z = 0; z < kW; ++z) w[r][z] = _mm512_setzero_ps();
+    for (int z = 0; z < 4; ++z) w[r][z] = _mm512_setzero_ps();
+  alignas(64) std::int32_t pidxLanes[16] = {};  // lane of x[4] per packed lane
+  __mmask16 seg[MR] = {};                       // the packed lanes of row r
+  for (int r = 0; r + 1 < MR; ++r)
+    for (int m = 0; m < MR - 1 - r; ++m) {
+      pidxLanes[packedOffset<MR>(r) + m] = m;
+      seg[r] |= static_cast<__mmask16>(1u << (packedOffset<MR>(r) + m));
+    }
+  const __m512i pidx = _mm512_load_si512(pidxLanes);
   const float* qv = hv.qv + i0 * hv.qvPos;
   const I srcW = bv.j0 + bv.q - i0 - MR;
   const float* rt = hv.rt + srcW;
@@ -381,12 +425,7 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
     for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_loadu_ps(rt + 16 * z);
-      pinRegisters(x);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
-        for (int z = 0; z < kW; ++z) w[r][z] = _mm512_fmadd_ps(b, x[z], w[r][z]);
-      }
+      bdStep<MR>(x, qv + c, hv.qvPos, pidx, seg, w, w5);
     }
   } else {
     __mmask16 in[kW];
@@ -394,19 +433,19 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
     for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_maskz_loadu_ps(in[z], rt + 16 * z);
-      pinRegisters(x);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
-        for (int z = 0; z < kW; ++z) w[r][z] = _mm512_fmadd_ps(b, x[z], w[r][z]);
-      }
+      bdStep<MR>(x, qv + c, hv.qvPos, pidx, seg, w, w5);
     }
   }
   const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i sixteen = _mm512_set1_epi32(16);
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {  // lane n of s[r][z]: lane n + MR - 1 - r of w[r][z], w[r][z + 1]
     const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(MR - 1 - r));
-    for (int z = 0; z < 4; ++z) s[r][z] = _mm512_permutex2var_ps(w[r][z], idx, w[r][z + 1]);
+    for (int z = 0; z < 3; ++z) s[r][z] = _mm512_permutex2var_ps(w[r][z], idx, w[r][z + 1]);
+    // z = 3: lanes n + MR - 1 - r >= 16 come from the packed 5th vector, at off(r) + n + MR - 1 - r - 16
+    const __mmask16 wrap = _mm512_cmpge_epi32_mask(idx, sixteen);
+    const __m512i idx3 = _mm512_mask_add_epi32(idx, wrap, idx, _mm512_set1_epi32(packedOffset<MR>(r)));
+    s[r][3] = _mm512_permutex2var_ps(w[r][3], idx3, w5);
   }
 }
 
