@@ -44,6 +44,15 @@
 //                           small (8x4, 128, 256, 64) 2.10 ms, 192.
 //   2 threads, best seen:   enwik8 2.53 ms, 212; WT103 0.45 ms, 246;
 //                           small 1.30 ms, 310 (medians unusable: load 3.5).
+// Now (Vb, two passes, pinned and packed BD; [.bench], 3 pairs of runs
+// alternating with the kernel before, medians, same machine state):
+//   1 thread:  enwik8 4.55-5.31 -> 4.67-4.98 ms (too noisy to rank);
+//              WT103 0.99-1.11 -> 0.95-1.00; small 2.26-2.60 -> 2.40-2.57.
+//   2 threads: enwik8 2.47-2.55 -> 2.26-2.37 ms (best 2.10 ms, 255 GFLOP/s);
+//              WT103 0.57-0.58 -> 0.50-0.51; small 1.16-1.20 -> 1.10-1.16.
+// In one process (old and new called alternately; rankable despite the
+// load), the new kernel takes 0.88 of the old one's time for enwik8 at 1
+// and 2 threads, 0.87 for WT103 and 0.91-0.92 for small.
 // Inner loops run at 2 FMAs / cycle; per-row softmax (~12%), K transposes
 // with K / V streamed from L3 (~9%) are the rest. The exp by scalef (exp16)
 // and the row sums kept as 16 lanes until the end: enwik8 at 2 threads
