@@ -15,15 +15,21 @@
 //      [k - 64 (nb - t), ... + 64). Lanes j < 0 of the first block are masked
 //      and never read. Blocks no row of the task uses are skipped.
 //   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
-//      transposes).
-//   4. Per group of MR <= 4 rows (skipped when none of them uses the block):
+//      transposes), V's rows copied into a dense Vb[64][64] (copyValues).
+//      The next block's K and V rows are prefetched a share per row group.
+//   4. Per group of MR <= 4 rows (skipped when none of them uses the block),
+//      in two passes over the groups: scores and softmax of every group into
+//      P[rows][64], then every group's P V, so that each pass's operands
+//      (Kt 16 KiB + rt's window ~24 KiB; Vb 16 KiB) stay in the 48 KiB L1,
+//      which all three together overflowed:
 //      the MR x 64 scores in 16 zmm: BD first, as one MR x 80 window product
 //      (5 rt loads per c shared by the rows, lanes outside rt masked, row r
-//      then shifted by MR - 1 - r lanes with permutes; 25% more FMAs than
-//      BD proper, but per-row unaligned rt loads made it load-bound), then AC
+//      then shifted by MR - 1 - r lanes with permutes; the rows' few lanes
+//      of the 5th vector packed into one accumulator: 4 MR + 1 FMAs per c,
+//      where per-row unaligned rt loads made it load-bound), then AC
 //      into the same registers (broadcast qu, Kt rows); scale; mask and pad
 //      to -inf; online softmax; then O = alpha O + P V over the keys the
-//      group uses (V rows read in place, NV = ceil(d / 16) zmm per row).
+//      group uses (Vb rows, NV = ceil(d / 16) zmm per row), in the second pass.
 //   5. out = O / l, or NaN where every key of the row is masked.
 //
 // A key masked in front changes no lane of any other key, and a block every
@@ -38,10 +44,39 @@
 //                           small (8x4, 128, 256, 64) 2.10 ms, 192.
 //   2 threads, best seen:   enwik8 2.53 ms, 212; WT103 0.45 ms, 246;
 //                           small 1.30 ms, 310 (medians unusable: load 3.5).
+// Now (Vb, two passes, pinned and packed BD; [.bench], 3 pairs of runs
+// alternating with the kernel before, medians, same machine state):
+//   1 thread:  enwik8 4.55-5.31 -> 4.67-4.98 ms (too noisy to rank);
+//              WT103 0.99-1.11 -> 0.95-1.00; small 2.26-2.60 -> 2.40-2.57.
+//   2 threads: enwik8 2.47-2.55 -> 2.26-2.37 ms (best 2.10 ms, 255 GFLOP/s);
+//              WT103 0.57-0.58 -> 0.50-0.51; small 1.16-1.20 -> 1.10-1.16.
+// In one process (old and new called alternately; rankable despite the
+// load), the new kernel takes 0.88 of the old one's time for enwik8 at 1
+// and 2 threads, 0.87 for WT103 and 0.91-0.92 for small.
 // Inner loops run at 2 FMAs / cycle; per-row softmax (~12%), K transposes
 // with K / V streamed from L3 (~9%) are the rest. The exp by scalef (exp16)
 // and the row sums kept as 16 lanes until the end: enwik8 at 2 threads
 // 2.65-2.70 -> 2.53-2.60 ms median (2 interleaved pairs).
+// Vb and the spread prefetch, A/B in one process (old and new kernel called
+// alternately, 200-300 calls each, 25th percentile, outputs bit-identical):
+// enwik8 1 thread 4.26 -> 4.07 ms, 2 threads 2.18 -> 2.08 ms (-4.5%, two
+// runs each); WT103 0.944 -> 0.864 / 0.469 -> 0.446; small 2.42 -> 2.33 /
+// 1.19 -> 1.16. Tried and dropped (same A/B, enwik8, 1 thread): rt's window
+// copied dense per block for BD (+10%: the copy stalls on cold rt rows and
+// the buffer crowds Kt / Vb out of L1), the next block's Kt / Vb staged by
+// shares during the current block (+12%: 64 KiB of double buffers), real
+// loads instead of prefetches (+5%), prefetcht1 instead of t0 (+2%),
+// query blocks of 40 rows (+12%).
+// The two passes per block (scores, then P V), same A/B against the kernel
+// before Vb: enwik8 1 thread 0.93-0.95 of it, 2 threads 0.945-0.95; WT103
+// 0.93 / 0.94; small 0.95 / 0.96. (rt rows forced L1-resident, a timing hack,
+// had shown ~10% in BD's loads; unaligned rt loads cost ~4%.)
+// BD's 5 rt loads kept in registers (pinRegisters; GCC had folded the 5th
+// into each row's FMA: 4 line-splitting loads for 1): enwik8 1 thread
+// 0.94-0.95 -> 0.91-0.92 of the kernel before Vb, 2 threads 0.95 -> 0.92-0.93.
+// The packed 5th window vector (17 FMAs per c instead of 20 at MR = 4):
+// enwik8 1 thread 0.91 -> 0.88, 2 threads 0.92 -> 0.87-0.89; WT103 0.87 /
+// 0.87; small 0.91 / 0.92 (all against the kernel before Vb, bit-identical).
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
@@ -296,6 +331,31 @@ TXL_AVX512 void transposeKeys(const HeadView& hv, I d, I j0, LaneRange lanes, fl
     }
 }
 
+// vb[n][0 .. 16 NV) = V[j0 + n][0 .. d), zero beyond d, for the keys of lanes
+// [lanes.lo, lanes.hi): P V then reads 16 KiB of L1, aligned and unmasked.
+// In place, V rows a multiple of 4 KiB apart (enwik8: 4 KiB) fall into the
+// same few L1 sets, so each row group re-fetched them from L2 (P V ran at
+// ~60% of the AC loop's FMA rate; with vb, at about the same rate).
+// Loads of 4 rows before their stores: one load, one store each was slower.
+TXL_AVX512 void copyValues(const HeadView& hv, I d, I j0, LaneRange lanes, float* vb) {
+  __mmask16 cols[4];
+  for (int v = 0; v < 4; ++v) cols[v] = laneMask(0, d - 16 * v);
+  const I nv = (d + 15) / 16;
+  I n = lanes.lo;
+  for (; n + 4 <= lanes.hi; n += 4) {  // 16 loads, then 16 stores
+    __m512 x[4][4];
+    for (int r = 0; r < 4; ++r)
+      for (int v = 0; v < 4; ++v)
+        if (v < nv) x[r][v] = _mm512_maskz_loadu_ps(cols[v], hv.v + (j0 + n + r) * hv.vPos + 16 * v);
+    for (int r = 0; r < 4; ++r)
+      for (int v = 0; v < 4; ++v)
+        if (v < nv) _mm512_store_ps(vb + (n + r) * kMaxD + 16 * v, x[r][v]);
+  }
+  for (; n < lanes.hi; ++n)
+    for (int v = 0; v < nv; ++v)
+      _mm512_store_ps(vb + n * kMaxD + 16 * v, _mm512_maskz_loadu_ps(cols[v], hv.v + (j0 + n) * hv.vPos + 16 * v));
+}
+
 // The fixed facts of one (task, key block) that every row group reads.
 struct BlockView {
   const HeadView* hv;
@@ -303,21 +363,70 @@ struct BlockView {
   float scale;
   const float* mask;    // mask row 0 at the block: mask + j0
   const float* kt;      // [d][64]
+  const float* vb;      // [64][kMaxD]: the block's V rows (copyValues)
   __mmask16 keyOk[4];   // lanes with j >= 0 and pad[j] == 0
 };
+
+// Keeps x in registers: without it GCC folds a load into each row's FMA
+// (vfmadd231ps mem), so one unaligned, line-splitting rt load became MR.
+TXL_AVX512_INLINE void pinRegisters(__m512 (&x)[5]) {
+  __m512 x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3], x4 = x[4];
+  asm("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4));
+  x[0] = x0, x[1] = x1, x[2] = x2, x[3] = x3, x[4] = x4;
+}
+
+// The lanes of the packed 5th window vector (bdTile): row r < MR - 1 needs
+// lanes [0, MR - 1 - r) of its 5th vector, kept at lanes off(r) + .. of one
+// accumulator, off(r) = Σ_{r' < r} (MR - 1 - r').
+template <int MR>
+constexpr int packedOffset(int r) {
+  int off = 0;
+  for (int q = 0; q < r; ++q) off += MR - 1 - q;
+  return off;
+}
+
+// One c of bdTile: x = rt's 5 window vectors at c, qv = row 0's qv at c.
+template <int MR>
+TXL_AVX512_INLINE void bdStep(__m512 (&x)[5], const float* qv, I qvPos, __m512i pidx, const __mmask16 (&seg)[MR],
+                              __m512 (&w)[MR][4], __m512& w5) {
+  pinRegisters(x);
+  __m512 b[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    b[r] = _mm512_set1_ps(qv[r * qvPos]);
+    for (int z = 0; z < 4; ++z) w[r][z] = _mm512_fmadd_ps(b[r], x[z], w[r][z]);
+  }
+  if constexpr (MR > 1) {
+    __m512 b5 = b[0];
+    for (int r = 1; r + 1 < MR; ++r) b5 = _mm512_mask_mov_ps(b5, seg[r], b[r]);
+    w5 = _mm512_fmadd_ps(b5, _mm512_permutexvar_ps(pidx, x[4]), w5);
+  }
+}
 
 // s[r] = BD of row i0 + r: the window W[r][w] = qv_i · rt[:, srcW + w],
 // srcW = j0 + q - i0 - MR, is one plain MR x 80 product (5 rt loads per c
 // for all rows, instead of 4 unaligned loads per row), and row r's lane n
 // is window lane n + MR - 1 - r (a register shift by a constant). Window
-// lanes outside rt's [0, k) are 0 and not read.
+// lanes outside rt's [0, k) are 0 and not read. Of the 5th vector, row r
+// uses MR - 1 - r lanes only: those of all rows are packed into one
+// accumulator (x[4]'s lanes permuted, qv blended per lane), 4 MR + 1 FMAs
+// per c instead of 5 MR; every lane keeps its own FMA chain, so the sums
+// are the same bits.
 template <int MR>
 TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
   constexpr int kW = 5;  // 80 lanes >= 64 + MR - 1
   const HeadView& hv = *bv.hv;
-  __m512 w[MR][kW];
+  __m512 w[MR][4], w5 = _mm512_setzero_ps();
   for (int r = 0; r < MR; ++r)
-    for (int z = 0; z < kW; ++z) w[r][z] = _mm512_setzero_ps();
+    for (int z = 0; z < 4; ++z) w[r][z] = _mm512_setzero_ps();
+  alignas(64) std::int32_t pidxLanes[16] = {};  // lane of x[4] per packed lane
+  __mmask16 seg[MR] = {};                       // the packed lanes of row r
+  for (int r = 0; r + 1 < MR; ++r)
+    for (int m = 0; m < MR - 1 - r; ++m) {
+      pidxLanes[packedOffset<MR>(r) + m] = m;
+      seg[r] |= static_cast<__mmask16>(1u << (packedOffset<MR>(r) + m));
+    }
+  const __m512i pidx = _mm512_load_si512(pidxLanes);
   const float* qv = hv.qv + i0 * hv.qvPos;
   const I srcW = bv.j0 + bv.q - i0 - MR;
   const float* rt = hv.rt + srcW;
@@ -325,11 +434,7 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
     for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_loadu_ps(rt + 16 * z);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
-        for (int z = 0; z < kW; ++z) w[r][z] = _mm512_fmadd_ps(b, x[z], w[r][z]);
-      }
+      bdStep<MR>(x, qv + c, hv.qvPos, pidx, seg, w, w5);
     }
   } else {
     __mmask16 in[kW];
@@ -337,18 +442,19 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
     for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_maskz_loadu_ps(in[z], rt + 16 * z);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const __m512 b = _mm512_set1_ps(qv[r * hv.qvPos + c]);
-        for (int z = 0; z < kW; ++z) w[r][z] = _mm512_fmadd_ps(b, x[z], w[r][z]);
-      }
+      bdStep<MR>(x, qv + c, hv.qvPos, pidx, seg, w, w5);
     }
   }
   const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i sixteen = _mm512_set1_epi32(16);
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {  // lane n of s[r][z]: lane n + MR - 1 - r of w[r][z], w[r][z + 1]
     const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(MR - 1 - r));
-    for (int z = 0; z < 4; ++z) s[r][z] = _mm512_permutex2var_ps(w[r][z], idx, w[r][z + 1]);
+    for (int z = 0; z < 3; ++z) s[r][z] = _mm512_permutex2var_ps(w[r][z], idx, w[r][z + 1]);
+    // z = 3: lanes n + MR - 1 - r >= 16 come from the packed 5th vector, at off(r) + n + MR - 1 - r - 16
+    const __mmask16 wrap = _mm512_cmpge_epi32_mask(idx, sixteen);
+    const __m512i idx3 = _mm512_mask_add_epi32(idx, wrap, idx, _mm512_set1_epi32(packedOffset<MR>(r)));
+    s[r][3] = _mm512_permutex2var_ps(w[r][3], idx3, w5);
   }
 }
 
@@ -405,22 +511,19 @@ TXL_AVX512_INLINE float softmaxRow(const BlockView& bv, I i, __m512 (&s)[4], flo
 
 // O[r] = alpha[r] O[r] + Σ_{n in lanes} p[r][n] V[j0 + n] for MR rows, NV zmm of d.
 template <int MR, int NV>
-TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (&p)[MR][kKeyBlock], const float (&alpha)[MR],
+TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha,
                                     LaneRange lanes, float* o) {
-  __mmask16 cols[NV];
-  for (int v = 0; v < NV; ++v) cols[v] = laneMask(0, bv.d - 16 * v);
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
       acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + r * kMaxD + 16 * v), _mm512_set1_ps(alpha[r]));
-  const I vPos = bv.hv->vPos;
-  const float* vRow = bv.hv->v + (bv.j0 + lanes.lo) * vPos;
-  for (I n = lanes.lo; n < lanes.hi; ++n, vRow += vPos) {
+  const float* vRow = bv.vb + lanes.lo * kMaxD;
+  for (I n = lanes.lo; n < lanes.hi; ++n, vRow += kMaxD) {
     __m512 vv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) vv[v] = _mm512_maskz_loadu_ps(cols[v], vRow + 16 * v);
+    for (int v = 0; v < NV; ++v) vv[v] = _mm512_load_ps(vRow + 16 * v);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 b = _mm512_set1_ps(p[r][n]);
@@ -434,48 +537,68 @@ TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (&p)[MR][kK
     for (int v = 0; v < NV; ++v) _mm512_store_ps(o + r * kMaxD + 16 * v, acc[r][v]);
 }
 
-// One group of MR rows (task rows r0..r0+MR) over one key block.
-template <int MR, int NV>
-TXL_AVX512 void groupBlock(const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+// Phase 1 for one group of MR rows (task rows r0..r0+MR) over one key block:
+// scores, online softmax; p[r0 + r] = the probabilities, alpha[r0 + r] the
+// factor of the row's old O.
+template <int MR>
+TXL_AVX512 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock], float* alpha) {
   __m512 s[MR][4];
   bdTile<MR>(bv, i0, s);
   acTile<MR>(bv, i0, s);
-  alignas(64) float p[MR][kKeyBlock];
-  float alpha[MR];
   for (int r = 0; r < MR; ++r) {
     __m512 l = _mm512_load_ps(st.lanesL[r0 + r]);
-    alpha[r] = softmaxRow(bv, i0 + r, s[r], st.m[r0 + r], l);
+    alpha[r0 + r] = softmaxRow(bv, i0 + r, s[r], st.m[r0 + r], l);
     _mm512_store_ps(st.lanesL[r0 + r], l);
-    for (int z = 0; z < 4; ++z) _mm512_store_ps(p[r] + 16 * z, s[r][z]);
+    for (int z = 0; z < 4; ++z) _mm512_store_ps(p[r0 + r] + 16 * z, s[r][z]);
   }
-  accumulatePV<MR, NV>(bv, p, alpha, lanes, st.o + r0 * kMaxD);
 }
 
-template <int NV>
-TXL_AVX512 void groupBlockRows(int mr, const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+TXL_AVX512 void dispatchScores(int mr, const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
+                               float* alpha) {
   switch (mr) {
-    case 1: return groupBlock<1, NV>(bv, i0, r0, lanes, st);
-    case 2: return groupBlock<2, NV>(bv, i0, r0, lanes, st);
-    case 3: return groupBlock<3, NV>(bv, i0, r0, lanes, st);
-    case 4: return groupBlock<4, NV>(bv, i0, r0, lanes, st);
-    default: return groupBlock<4, NV>(bv, i0, r0, lanes, st);
+    case 1: return groupScores<1>(bv, i0, r0, st, p, alpha);
+    case 2: return groupScores<2>(bv, i0, r0, st, p, alpha);
+    case 3: return groupScores<3>(bv, i0, r0, st, p, alpha);
+    default: return groupScores<4>(bv, i0, r0, st, p, alpha);
   }
 }
 
-TXL_AVX512 void dispatchGroup(int mr, int nv, const BlockView& bv, I i0, I r0, LaneRange lanes, RowState& st) {
+// Phase 2 for the group: O = alpha O + P V.
+template <int NV>
+TXL_AVX512 void valuesRows(int mr, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha, LaneRange lanes,
+                           float* o) {
+  switch (mr) {
+    case 1: return accumulatePV<1, NV>(bv, p, alpha, lanes, o);
+    case 2: return accumulatePV<2, NV>(bv, p, alpha, lanes, o);
+    case 3: return accumulatePV<3, NV>(bv, p, alpha, lanes, o);
+    default: return accumulatePV<4, NV>(bv, p, alpha, lanes, o);
+  }
+}
+
+TXL_AVX512 void dispatchValues(int mr, int nv, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha,
+                               LaneRange lanes, float* o) {
   switch (nv) {
-    case 1: return groupBlockRows<1>(mr, bv, i0, r0, lanes, st);
-    case 2: return groupBlockRows<2>(mr, bv, i0, r0, lanes, st);
-    case 3: return groupBlockRows<3>(mr, bv, i0, r0, lanes, st);
-    default: return groupBlockRows<4>(mr, bv, i0, r0, lanes, st);
+    case 1: return valuesRows<1>(mr, bv, p, alpha, lanes, o);
+    case 2: return valuesRows<2>(mr, bv, p, alpha, lanes, o);
+    case 3: return valuesRows<3>(mr, bv, p, alpha, lanes, o);
+    default: return valuesRows<4>(mr, bv, p, alpha, lanes, o);
   }
 }
 
-// Rows [j1, j2) of a [keys, d] operand at position stride `pos` into L1 / L2
-// ahead of use (K and V rows are far apart: the hardware prefetchers lag).
+// Rows [j1, j2) of a [keys, d] operand at position stride `pos` into the
+// caches ahead of use (K and V rows are pages apart: no hardware prefetch).
 void prefetchRows(const float* base, I pos, I d, I j1, I j2) {
   for (I j = j1; j < j2; ++j)
     for (I c = 0; c < d; c += 16) __builtin_prefetch(base + j * pos + c);
+}
+
+// Share g of G of the K and V rows of the next block (at jn), prefetched by
+// row group g of the current block: spread over the block's FMAs (measured
+// slightly better than the next block's K in one burst after the transposes).
+void prefetchNextShare(const HeadView& hv, I d, I k, I jn, I g, I G) {
+  const I j1 = std::min(jn + kKeyBlock * g / G, k), j2 = std::min(jn + kKeyBlock * (g + 1) / G, k);
+  prefetchRows(hv.k, hv.kPos, d, j1, j2);
+  prefetchRows(hv.v, hv.vPos, d, j1, j2);
 }
 
 TXL_AVX512 void writeRowsAvx512(const HeadView& hv, const Task& t, I d, const RowState& st) {
@@ -522,17 +645,21 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
   RowState st;
   initRows(a, t, st, unmaskedKeysAvx512);
   alignas(64) float kt[kMaxD * kKeyBlock] = {};
+  alignas(64) float vb[kKeyBlock * kMaxD];
+  alignas(64) float p[kQueryBlock][kKeyBlock];  // the block's probabilities, phase 1 to 2
+  float alpha[kQueryBlock];
   const HeadView hv = headView(a, t.b, t.h);
   const I k = a.shape.k, d = a.shape.d;
   const int nv = static_cast<int>((d + 15) / 16);
   const KeyRange taskKeys = hull(st.keys, t.rows);
-  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, {}};
+  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, vb, {}};
+  const I groups = (t.rows + kRowGroup - 1) / kRowGroup;
   for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
     const LaneRange taskLanes = lanesOf(taskKeys, j0);
     if (taskLanes.lo >= taskLanes.hi) continue;
-    prefetchRows(hv.v, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // read by P V after the scores
+    prefetchRows(hv.v, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // copied after the transposes
     transposeKeys(hv, d, j0, taskLanes, kt);
-    prefetchRows(hv.k, hv.kPos, d, j0 + kKeyBlock, std::min(j0 + 2 * kKeyBlock, k));  // the next block's
+    copyValues(hv, d, j0, taskLanes, vb);
     bv.j0 = j0;
     bv.mask = a.mask + j0;
     for (int z = 0; z < 4; ++z) {
@@ -541,10 +668,17 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
                                                     _mm512_setzero_ps(), _CMP_EQ_OQ)
                           : inK;
     }
-    for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {
+    for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 1: Kt and rt's window in L1
+      prefetchNextShare(hv, d, k, j0 + kKeyBlock, r0 / kRowGroup, groups);
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
       const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
-      if (lanes.lo < lanes.hi) dispatchGroup(static_cast<int>(mr), nv, bv, t.i0 + r0, r0, lanes, st);
+      if (lanes.lo < lanes.hi) dispatchScores(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
+    }
+    for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 2: Vb in L1
+      const I mr = std::min<I>(kRowGroup, t.rows - r0);
+      const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
+      if (lanes.lo < lanes.hi)
+        dispatchValues(static_cast<int>(mr), nv, bv, p + r0, alpha + r0, lanes, st.o + r0 * kMaxD);
     }
   }
   writeRowsAvx512(hv, t, d, st);
