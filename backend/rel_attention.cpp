@@ -156,6 +156,7 @@ struct LaneRange {
 };
 
 LaneRange lanesOf(const KeyRange& r, I j0) {
+  if (r.first > r.last) return {0, 0};  // no key (hull() of no row has first = INT64_MAX)
   return {std::max<I>(r.first - j0, 0), std::min<I>(r.last - j0 + 1, kKeyBlock)};
 }
 
