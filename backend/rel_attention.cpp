@@ -1,6 +1,7 @@
 // backend/rel_attention.cpp - relAttention(): Transformer-XL's attention of
 // one layer in one pass (rel_attention.h), written for AVX-512 with a plain
-// fallback of the same arithmetic order for other CPUs.
+// fallback for other CPUs (the same blocks and anchoring; its exp and sums
+// round differently, within the tests' tolerance).
 //
 // Why: the unfused lowering (AC and BD as oneDNN matmuls into [H, q, k]
 // score buffers, a rel-shift / mask / softmax pass, P·V, head-major copies
@@ -37,46 +38,16 @@
 // warm-up plan) give the unpadded result bit for bit; P V never touches a
 // key before a row group's first unmasked key, so their V may hold NaN.
 //
-// Measured (Zen 5, GFLOP/s counting 6 q k d H; [.bench] in
-// tests/backend/rel_attention_test.cpp), on a machine shared with builds:
-//   1 thread, best of 200:  enwik8 (1x8, q 80, k 2180, d 64) 4.31 ms, 124;
-//                           WT103 (1x10, 64, 704, 41) 0.87 ms, 128;
-//                           small (8x4, 128, 256, 64) 2.10 ms, 192.
-//   2 threads, best seen:   enwik8 2.53 ms, 212; WT103 0.45 ms, 246;
-//                           small 1.30 ms, 310 (medians unusable: load 3.5).
-// Now (Vb, two passes, pinned and packed BD; [.bench], 3 pairs of runs
-// alternating with the kernel before, medians, same machine state):
-//   1 thread:  enwik8 4.55-5.31 -> 4.67-4.98 ms (too noisy to rank);
-//              WT103 0.99-1.11 -> 0.95-1.00; small 2.26-2.60 -> 2.40-2.57.
-//   2 threads: enwik8 2.47-2.55 -> 2.26-2.37 ms (best 2.10 ms, 255 GFLOP/s);
-//              WT103 0.57-0.58 -> 0.50-0.51; small 1.16-1.20 -> 1.10-1.16.
-// In one process (old and new called alternately; rankable despite the
-// load), the new kernel takes 0.88 of the old one's time for enwik8 at 1
-// and 2 threads, 0.87 for WT103 and 0.91-0.92 for small.
-// Inner loops run at 2 FMAs / cycle; per-row softmax (~12%), K transposes
-// with K / V streamed from L3 (~9%) are the rest. The exp by scalef (exp16)
-// and the row sums kept as 16 lanes until the end: enwik8 at 2 threads
-// 2.65-2.70 -> 2.53-2.60 ms median (2 interleaved pairs).
-// Vb and the spread prefetch, A/B in one process (old and new kernel called
-// alternately, 200-300 calls each, 25th percentile, outputs bit-identical):
-// enwik8 1 thread 4.26 -> 4.07 ms, 2 threads 2.18 -> 2.08 ms (-4.5%, two
-// runs each); WT103 0.944 -> 0.864 / 0.469 -> 0.446; small 2.42 -> 2.33 /
-// 1.19 -> 1.16. Tried and dropped (same A/B, enwik8, 1 thread): rt's window
-// copied dense per block for BD (+10%: the copy stalls on cold rt rows and
-// the buffer crowds Kt / Vb out of L1), the next block's Kt / Vb staged by
-// shares during the current block (+12%: 64 KiB of double buffers), real
-// loads instead of prefetches (+5%), prefetcht1 instead of t0 (+2%),
-// query blocks of 40 rows (+12%).
-// The two passes per block (scores, then P V), same A/B against the kernel
-// before Vb: enwik8 1 thread 0.93-0.95 of it, 2 threads 0.945-0.95; WT103
-// 0.93 / 0.94; small 0.95 / 0.96. (rt rows forced L1-resident, a timing hack,
-// had shown ~10% in BD's loads; unaligned rt loads cost ~4%.)
-// BD's 5 rt loads kept in registers (pinRegisters; GCC had folded the 5th
-// into each row's FMA: 4 line-splitting loads for 1): enwik8 1 thread
-// 0.94-0.95 -> 0.91-0.92 of the kernel before Vb, 2 threads 0.95 -> 0.92-0.93.
-// The packed 5th window vector (17 FMAs per c instead of 20 at MR = 4):
-// enwik8 1 thread 0.91 -> 0.88, 2 threads 0.92 -> 0.87-0.89; WT103 0.87 /
-// 0.87; small 0.91 / 0.92 (all against the kernel before Vb, bit-identical).
+// Measured (Zen 5, 2 cores; `OMP_NUM_THREADS=T txl_backend_tests "[.bench]"`,
+// GFLOP/s counting 6·q·k·d·H): enwik8 (1x8, q 80, k 2180, d 64) 2.26-2.37 ms
+// per call at 2 threads (best 2.10, 255 GFLOP/s), 4.7-5.0 ms at 1; WT103
+// (1x10, 64, 704, 41) 0.50 ms at 2 threads; small (8x4, 128, 256, 64) 1.10-
+// 1.16 ms. In the enwik8 pipeline (keys and values cold, from DRAM): 2.1-2.5
+// ms per layer, against 3.1 for the unfused matmuls, permutes and rel_scores.
+// Where the time goes (perf, 1 thread): BD ~25%, AC ~17%, P V ~16%, softmax
+// ~13%, K transposes and the V copy ~10%. Each step above was kept on an A/B
+// in one process (old and new kernel alternately, outputs bit-identical);
+// what was tried and dropped is in docs/PERFORMANCE.md (session 5).
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
