@@ -54,7 +54,9 @@
 // -Wuninitialized reports once inlined (GCC bug 105593): silenced for them.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #include <omp.h>
 
@@ -233,7 +235,8 @@ void portableTask(const RelAttentionArgs& a, const Task& t) {
 // ---------------------------------------------------------------- AVX-512
 
 #define TXL_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
-#define TXL_AVX512_INLINE TXL_AVX512 [[gnu::always_inline]] inline
+// One GNU attribute list (clang takes no [[...]] after __attribute__).
+#define TXL_AVX512_INLINE __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"), always_inline)) inline
 
 // e^d for d <= 0 on 16 lanes (d = -inf included: clamped, then zeroed by
 // the caller's mask): 2^t, t = d log2(e), as 2^(t - n) by a degree-6
