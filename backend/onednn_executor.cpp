@@ -224,7 +224,7 @@ void OnednnPlan::compile(const ir::Graph& g, const TensorMap& weights, const One
       case ir::OpKind::Permute:
         if (permuteReadInPlace(g, n)) {  // a view: the operand's strides, permuted
           const View& xv = views.at(g.operand(n, 0));
-          const auto from = xv.strides.empty() ? onednn::denseStrides(xv.type.shape) : xv.strides;
+          const auto from = onednn::viewStrides(xv);
           View v = xv;
           v.type = *op.type;
           v.strides.clear();

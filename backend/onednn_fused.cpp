@@ -227,7 +227,7 @@ namespace {
 
 // The strides of a [positions, batch, heads, d] view whose d is contiguous.
 kernels::RowStrides rowStrides(const View& v, const char* what) {
-  const auto s = v.strides.empty() ? std::vector<std::int64_t>(denseStrides(v.type.shape)) : v.strides;
+  const auto s = viewStrides(v);
   TXL_CHECK(s.size() == 4 && s[3] == 1, std::string("rel_attention: ") + what + " must have unit stride along D");
   return {s[0], s[1], s[2]};
 }
@@ -245,7 +245,7 @@ void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const
   a.vStrides = rowStrides(ops[3], "v");
   a.outStrides = rowStrides(out, "the result");
   const View& rt = ops[4];
-  const auto rs = rt.strides.empty() ? std::vector<std::int64_t>(denseStrides(rt.type.shape)) : rt.strides;
+  const auto rs = viewStrides(rt);
   TXL_CHECK(rs[2] == 1, "rel_attention: rt must have unit stride along K");
   a.rtHead = rs[0], a.rtDim = rs[1];
   for (std::size_t i = 5; i < ops.size(); ++i) TXL_CHECK(ops[i].strides.empty(), "rel_attention: masks must be dense");

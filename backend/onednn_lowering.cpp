@@ -442,7 +442,7 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
     case ir::OpKind::Slice:
     case ir::OpKind::Permute: {
       if (aliased || out.type.numel() == 0) return;  // a contiguous slice is placed as an alias
-      const memory::dims xStrides = ops[0].strides.empty() ? denseStrides(ops[0].type.shape) : ops[0].strides;
+      const memory::dims xStrides = viewStrides(ops[0]);
       memory::dims strides(out.type.rank());
       std::size_t off = 0;
       if (op.kind == ir::OpKind::Slice) {

@@ -166,6 +166,7 @@ class Lowering {
 
 dnnl::memory::data_type dnnlType(ir::DType dtype);
 dnnl::memory::dims denseStrides(const ir::Shape& shape);  // row-major, in elements
+dnnl::memory::dims viewStrides(const View& v);  // v's strides, in elements (denseStrides when v is dense)
 dnnl::primitive_attr scratchpadAttr();
 
 // linear: x [..., in] w [out, in] as matmul src [M, in] x weights [in, out]

@@ -24,6 +24,10 @@ memory::data_type dnnlType(ir::DType dtype) {
   throw InternalError("bad dtype");
 }
 
+memory::dims viewStrides(const View& v) {
+  return v.strides.empty() ? denseStrides(v.type.shape) : memory::dims(v.strides);
+}
+
 memory::dims denseStrides(const ir::Shape& shape) {
   memory::dims strides(shape.size());
   std::int64_t s = 1;
