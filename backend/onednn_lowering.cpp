@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "backend/gemv.h"
 #include "backend/onednn_kernels.h"
 #include "backend/onednn_lowering.h"
 #include "backend/onednn_probe.h"
 #include "ir/check.h"
+#include "ir/host_memory.h"
 #include "ir/shape_inference.h"
 
 namespace txl::backend::onednn {
@@ -20,12 +22,12 @@ namespace txl::backend::onednn {
 using dnnl::memory;
 
 void* Plan::allocate(std::size_t bytes) {
-  const std::size_t size = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, size);
-  if (!p) throw Error("out of memory allocating " + std::to_string(size) + " bytes");
-  std::memset(p, 0, size);
-  storage.emplace_back(p, [](void* q) { std::free(q); });
-  return p;
+  try {
+    storage.push_back(ir::allocateZeroed(bytes));
+  } catch (const std::bad_alloc&) {
+    throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+  }
+  return storage.back().get();
 }
 
 dnnl::memory Lowering::mem(const View& v, const memory::desc& md, std::size_t extraOffset) {

@@ -2,10 +2,10 @@
 #include "backend/packed_weights.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <new>
+
+#include "ir/host_memory.h"
 
 namespace txl::backend::onednn {
 
@@ -62,12 +62,9 @@ std::shared_ptr<const PackedWeight> PackedWeights::get(const void* plain, const 
         if (made) *made = false;
         return p;
       }
-  const std::size_t size = (std::max<std::size_t>(packedMd.get_size(), 1) + 63) / 64 * 64;
-  void* bytes = std::aligned_alloc(64, size);
-  if (!bytes) throw std::bad_alloc();
   auto packed = std::make_shared<PackedWeight>();
-  packed->buffer = std::shared_ptr<void>(bytes, [](void* q) { std::free(q); });
-  packed->mem = dnnl::memory(packedMd, engine, bytes);
+  packed->buffer = ir::allocateUntouched(packedMd.get_size());
+  packed->mem = dnnl::memory(packedMd, engine, packed->buffer.get());
   reorderInChunks(plain, plainMd, packed->mem, engine, source);
   entries_.push_back({plain, plainMd, packedMd, packed, packedMd.get_size()});
   if (made) *made = true;

@@ -6,27 +6,16 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <set>
 
 #include "ir/check.h"
+#include "ir/host_memory.h"
 
 namespace txl::ir {
 
-namespace {
-std::shared_ptr<void> alignedBuffer(std::size_t bytes) {
-  std::size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-}
-}  // namespace
-
 Tensor Tensor::zeros(TensorType type) {
-  auto owner = alignedBuffer(type.bytes());
+  auto owner = allocateZeroed(type.bytes());
   void* data = owner.get();
   return Tensor(std::move(type), data, std::move(owner));
 }
