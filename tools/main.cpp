@@ -12,7 +12,8 @@
 
 namespace {
 
-// `s` with control characters escaped, so that a message quoting it stays one line.
+// `s` with control characters escaped, so that a message stays one line
+// whatever it quotes (a file name may hold a newline).
 std::string oneLine(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -64,22 +65,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "txlc: error: " << e.what() << " (run 'txlc --help')" << std::endl;
+    std::cerr << "txlc: error: " << oneLine(e.what()) << " (run 'txlc --help')" << std::endl;
     return kExitUsage;
   }
   try {
     return action ? action() : kExitUsage;
   } catch (const txl::Error& e) {
-    std::cerr << "txlc: error: " << e.what() << std::endl;
+    std::cerr << "txlc: error: " << oneLine(e.what()) << std::endl;
     return kExitBadInput;
   } catch (const txl::InternalError& e) {
-    std::cerr << "txlc: " << e.what() << std::endl;
+    std::cerr << "txlc: " << oneLine(e.what()) << std::endl;
     return kExitInternal;
   } catch (const std::bad_alloc&) {
     std::cerr << "txlc: error: out of memory" << std::endl;
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "txlc: internal error: " << e.what() << std::endl;
+    std::cerr << "txlc: internal error: " << oneLine(e.what()) << std::endl;
     return kExitInternal;
   }
 }
