@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/bench.sh - the performance benchmarks of docs/PERFORMANCE.md, each
-# run several times (a fresh txlc process per run), reported as the median of
-# every figure over the runs: the reproducible form of `txlc bench`.
+# run several times (a fresh txlc process per run, in rounds of all four),
+# reported as the median of every figure over the runs: the reproducible form
+# of `txlc bench`.
 #
 # Usage: scripts/bench.sh [--threads T] [--repeat N] [--segments S] [--txlc PATH]
 #   defaults: 2 threads, 3 runs, 10 timed segments (20 at qlen 1), build/tools/txlc
@@ -38,22 +39,28 @@ median() { tr ' ' '\n' | grep -v '^-*$' | grep -v null | sort -g | awk '{v[NR]=$
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "| benchmark | threads | runs | tokens/s | median ms | avg ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-for b in "${benchmarks[@]}"; do
-  name="${b%%|*}" args="${b#*|}"
-  declare -A values=()
-  for ((r = 1; r <= repeat; r++)); do
-    echo "scripts/bench.sh: $name, run $r of $repeat" >&2
+# Rounds: every benchmark once per round, so that a slow spell of a shared
+# machine lands in one run of each benchmark rather than in all runs of one.
+declare -A values=()  # "benchmark index,key" -> the values of the runs, space-separated
+for ((r = 1; r <= repeat; r++)); do
+  for i in "${!benchmarks[@]}"; do
+    b=${benchmarks[$i]}
+    name="${b%%|*}" args="${b#*|}"
+    echo "scripts/bench.sh: round $r of $repeat: $name" >&2
     # shellcheck disable=SC2086
     "$txlc" bench $args --random-weights --prefill --threads "$threads" --json >"$tmp/out.json"
-    for k in "${keys[@]}"; do values[$k]+="$(field "$k" "$tmp/out.json") "; done
+    for k in "${keys[@]}"; do values[$i,$k]+="$(field "$k" "$tmp/out.json") "; done
   done
-  med() { echo "${values[$1]}" | median; }
+done
+
+echo "| benchmark | threads | runs | tokens/s | median ms | avg ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+for i in "${!benchmarks[@]}"; do
+  name="${benchmarks[$i]%%|*}"
+  med() { echo "${values[$i,$1]}" | median; }
   mib() { awk -v b="$(med "$1")" 'BEGIN { if (b == "-") print "-"; else printf "%.1f", b / 1048576 }'; }
   printf "| %s | %s | %s | %.1f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$threads" "$repeat" \
     "$(med tokens_per_s)" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p99_ms)" "$(med efficiency)" \
     "$(med memory_floor_ratio | awk '{ if ($1 == "-") print "-"; else printf "%.2f", $1 }')" \
     "$(mib peak_rss_bytes)" "$(mib rss_budget_bytes)"
-  unset values
 done
