@@ -23,6 +23,10 @@ class InternalError : public std::logic_error {
   explicit InternalError(const std::string& message) : std::logic_error(message) {}
 };
 
+// `s` with control characters escaped (\n, \t, \r, \xNN), so that a
+// message stays one line whatever it quotes (a file name may hold a newline).
+std::string oneLine(const std::string& s);
+
 [[noreturn]] void failCheck(const char* file, int line, const char* cond, const std::string& message);
 
 }  // namespace txl

@@ -57,17 +57,8 @@ class Parser {
     if (atEnd()) return "end of input";
     std::size_t end = pos_;
     while (end < text_.size() && end - pos_ < 12 && !std::isspace(static_cast<unsigned char>(text_[end]))) ++end;
-    // Control characters are escaped: the message must stay one line.
-    std::string shown;
-    for (char c : text_.substr(pos_, std::max<std::size_t>(end - pos_, 1))) {
-      const auto u = static_cast<unsigned char>(c);
-      if (c == '\n') shown += "\\n";
-      else if (c == '\t') shown += "\\t";
-      else if (c == '\r') shown += "\\r";
-      else if (u < 0x20 || u == 0x7f) shown += "\\x" + std::string(1, "0123456789abcdef"[u >> 4]) + "0123456789abcdef"[u & 15];
-      else shown += c;
-    }
-    return "'" + shown + "'";
+    // Control characters escaped: the message must stay one line.
+    return "'" + oneLine(std::string(text_.substr(pos_, std::max<std::size_t>(end - pos_, 1)))) + "'";
   }
   [[noreturn]] void error(const std::string& what) const {
     throw Error(source_ + ":" + std::to_string(line_) + ":" + std::to_string(pos_ - lineStart_ + 1) + ": " + what +

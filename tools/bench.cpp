@@ -293,7 +293,7 @@ BenchReport runBench(const BenchOptions& o) {
   // 1. The machine, from a child process.
   if (o.probe) {
     r.probe = runProbeChild(o.self.empty() ? "/proc/self/exe" : o.self, r.threads, o.probeMiB);
-    if (!r.probe.ok) std::cerr << "txlc: warning: machine probe failed: " << r.probe.error << std::endl;
+    if (!r.probe.ok) std::cerr << "txlc: warning: machine probe failed: " << oneLine(r.probe.error) << std::endl;
   }
 
   // 2. The model.
@@ -301,7 +301,7 @@ BenchReport runBench(const BenchOptions& o) {
   load.randomWeights = o.randomWeights;
   load.seed = o.seed;
   frontend::LoadedModel m = frontend::loadModel(o.model, o.weights, load);
-  for (const auto& w : m.spec.warnings) std::cerr << "txlc: warning: " << w << std::endl;
+  for (const auto& w : m.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
   if (o.randomWeights) m.weights = fileBackedWeights(m.spec, m.weights);
   RunSettings settings;
   settings.batch = o.batch;

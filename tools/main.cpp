@@ -10,27 +10,9 @@
 #include "tools/exit_codes.h"
 #include "tools/model_source.h"
 
-namespace {
-
-// `s` with control characters escaped, so that a message stays one line
-// whatever it quotes (a file name may hold a newline).
-std::string oneLine(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (u < 0x20 || u == 0x7f) out += "\\x" + std::string(1, "0123456789abcdef"[u >> 4]) + "0123456789abcdef"[u & 15];
-    else out += c;
-  }
-  return out;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace txl::tools;
+  using txl::oneLine;
   CLI::App app{"txlc: a compiler for Transformer-XL language models on oneDNN", "txlc"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "txlc 0.1.0");

@@ -82,7 +82,7 @@ ModelSource openModelSource(const std::string& path, const SourceOptions& option
   load.randomWeights = options.randomWeights;
   load.seed = options.seed;
   frontend::LoadedModel loaded = frontend::loadModel(path, options.weights, load);
-  for (const auto& w : loaded.spec.warnings) std::cerr << "txlc: warning: " << w << std::endl;
+  for (const auto& w : loaded.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
   m.spec = std::move(loaded.spec);
   m.weights = std::move(loaded.weights);
   if (!loaded.vocabPath.empty()) {

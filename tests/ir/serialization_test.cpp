@@ -107,3 +107,9 @@ TEST_CASE("DOT output has one node per op and one labelled edge per operand") {
   CHECK(nodes == g.size());
   CHECK(edges == 7);
 }
+
+TEST_CASE("oneLine escapes control characters and keeps the rest") {
+  CHECK(txl::oneLine("a\nb\tc\rd") == "a\\nb\\tc\\rd");
+  CHECK(txl::oneLine(std::string("x\x01y\x7f", 4)) == "x\\x01y\\x7f");
+  CHECK(txl::oneLine("plain path/é.txt") == "plain path/é.txt");
+}
