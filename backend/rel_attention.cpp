@@ -9,15 +9,20 @@
 // live in registers and nothing of [q, k] size is written.
 //
 // Algorithm:
-//   1. Tasks = (batch, head, block of <= 128 queries), on the OpenMP team.
-//      Per task, per query row: the first and last unmasked key (one scan of
-//      mask and pad from each end), the running max m, sum l and output O.
+//   1. Once per call (the mask is shared by every batch and head), per query
+//      row: the first and last unmasked key (a scan of mask and pad from
+//      each end) and whether the mask is 0 between them (a band: causal and
+//      same-length masks; softmax then takes the lanes from the range and
+//      pad and never reads the mask: 8 heads read it 8 times before).
+//      Then tasks = (batch, head, block of <= 128 queries), on the OpenMP
+//      team; per task row the running max m, sum l and output O.
 //   2. Key blocks of 64 keys anchored at the last key: block t covers
 //      [k - 64 (nb - t), ... + 64). Lanes j < 0 of the first block are masked
 //      and never read. Blocks no row of the task uses are skipped.
 //   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
 //      transposes), V's rows copied into a dense Vb[64][64] (copyValues).
-//      The next block's K and V rows are prefetched a share per row group.
+//      The next block's K and V rows are prefetched a share per row group,
+//      one K and one V row at every 16th step of the group's BD loop.
 //   4. Per group of MR <= 4 rows (skipped when none of them uses the block),
 //      in two passes over the groups: scores and softmax of every group into
 //      P[rows][64], then every group's P V, so that each pass's operands
@@ -43,11 +48,15 @@
 // per call at 2 threads (best 2.10, 255 GFLOP/s), 4.7-5.0 ms at 1; WT103
 // (1x10, 64, 704, 41) 0.50 ms at 2 threads; small (8x4, 128, 256, 64) 1.10-
 // 1.16 ms. In the enwik8 pipeline (keys and values cold, from DRAM): 2.1-2.5
-// ms per layer, against 3.1 for the unfused matmuls, permutes and rel_scores.
-// Where the time goes (perf, 1 thread): BD ~25%, AC ~17%, P V ~16%, softmax
-// ~13%, K transposes and the V copy ~10%. Each step above was kept on an A/B
-// in one process (old and new kernel alternately, outputs bit-identical);
-// what was tried and dropped is in docs/PERFORMANCE.md (session 5).
+// ms per layer, against 3.1 for the unfused matmuls, permutes and rel_scores;
+// 1.9 after the in-loop prefetch and band masks (session 7: 12 layers' cold
+// K, V and rt in one process, old and new kernel alternately: 2.27-2.34 ->
+// 1.92-1.95 ms at 2 threads, 4.31 -> 3.80 at 1).
+// Where the time goes (skipping one part at a time, session 7, 2 threads):
+// BD ~27%, AC ~17%, P V ~19%, fetching K and V ~17% before the in-loop
+// prefetch (the transposes' shuffles themselves ~1%). Each step above was
+// kept on an A/B in one process (outputs bit-identical); what was tried and
+// dropped is in docs/PERFORMANCE.md (sessions 5 to 7).
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
@@ -65,6 +74,7 @@
 #include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "backend/vector_exp.h"
 
@@ -96,8 +106,12 @@ HeadView headView(const RelAttentionArgs& a, I b, I h) {
 }
 
 // Unmasked keys of one query row lie in [first, last] (first > last: none).
+// band: the mask is 0 on every key of [first, last] (only pad may mask one
+// there), so a block's lanes follow from the range and pad without reading
+// the mask (the causal and same-length masks: each row a band).
 struct KeyRange {
   I first, last;
+  bool band = false;
 };
 
 bool keyMasked(const RelAttentionArgs& a, I i, I j) {
@@ -161,12 +175,11 @@ struct RowState {
   KeyRange keys[kQueryBlock];
 };
 
-template <typename KeysOfRow>
-void initRows(const RelAttentionArgs& a, const Task& t, RowState& st, KeysOfRow keysOfRow) {
+void initRows(const Task& t, const KeyRange* rowKeys, RowState& st) {
   for (I r = 0; r < t.rows; ++r) {
     st.m[r] = kNegInf;
     st.l[r] = 0.0f;
-    st.keys[r] = keysOfRow(a, t.i0 + r);
+    st.keys[r] = rowKeys[t.i0 + r];
   }
   std::fill(st.o, st.o + t.rows * kMaxD, 0.0f);
   std::fill(&st.lanesL[0][0], &st.lanesL[0][0] + t.rows * 16, 0.0f);
@@ -220,9 +233,9 @@ void writeRows(const HeadView& hv, const Task& t, I d, const RowState& st) {
   }
 }
 
-void portableTask(const RelAttentionArgs& a, const Task& t) {
+void portableTask(const RelAttentionArgs& a, const Task& t, const KeyRange* rowKeys) {
   RowState st;
-  initRows(a, t, st, unmaskedKeys);
+  initRows(t, rowKeys, st);
   const HeadView hv = headView(a, t.b, t.h);
   for (I j0 = firstBlockStart(a.shape.k); j0 < a.shape.k; j0 += kKeyBlock)
     for (I r = 0; r < t.rows; ++r) {
@@ -331,6 +344,12 @@ TXL_AVX512 void copyValues(const HeadView& hv, I d, I j0, LaneRange lanes, float
       _mm512_store_ps(vb + n * kMaxD + 16 * v, _mm512_maskz_loadu_ps(cols[v], hv.v + (j0 + n) * hv.vPos + 16 * v));
 }
 
+// The K and V rows [j, j + count) of the next key block that one row group
+// prefetches (its share: the block's rows spread over the groups).
+struct NextRows {
+  I j = 0, count = 0;
+};
+
 // The fixed facts of one (task, key block) that every row group reads.
 struct BlockView {
   const HeadView* hv;
@@ -340,7 +359,41 @@ struct BlockView {
   const float* kt;      // [d][64]
   const float* vb;      // [64][kMaxD]: the block's V rows (copyValues)
   __mmask16 keyOk[4];   // lanes with j >= 0 and pad[j] == 0
+  NextRows next;        // the current row group's share of the next block
 };
+
+// Rows [j1, j2) of a [keys, d] operand at position stride `pos` into the
+// caches ahead of use (K and V rows are pages apart: no hardware prefetch).
+TXL_AVX512_INLINE void prefetchRows(const float* base, I pos, I d, I j1, I j2) {
+  for (I j = j1; j < j2; ++j)
+    for (I c = 0; c < d; c += 16) __builtin_prefetch(base + j * pos + c);
+}
+
+// Share g of G of the K and V rows of the next block (at jn): row group g's.
+NextRows nextShare(I k, I jn, I g, I G) {
+  const I j1 = std::min(jn + kKeyBlock * g / G, k), j2 = std::min(jn + kKeyBlock * (g + 1) / G, k);
+  return {j1, std::max<I>(j2 - j1, 0)};
+}
+
+// Inside BD's loop over c: at every 16th c one K row and one V row of the
+// group's share of the next block. Spread through the FMAs, the misses
+// overlap them; issued in one burst per group (the first form) they
+// stalled it: the kernel was ~10% slower (enwik8, in-process A/B).
+TXL_AVX512_INLINE void prefetchInLoop(const BlockView& bv, I c) {
+  if ((c & 15) != 0 || (c >> 4) >= bv.next.count) return;
+  const HeadView& hv = *bv.hv;
+  const I j = bv.next.j + (c >> 4);
+  prefetchRows(hv.k, hv.kPos, bv.d, j, j + 1);
+  prefetchRows(hv.v, hv.vPos, bv.d, j, j + 1);
+}
+
+// Rows [from, count) of the share at once: those BD's loop had no slot for
+// (from = d / 16 slots), or all of a group that skips the block (from = 0).
+TXL_AVX512_INLINE void prefetchShare(const BlockView& bv, I from) {
+  const HeadView& hv = *bv.hv;
+  prefetchRows(hv.k, hv.kPos, bv.d, bv.next.j + from, bv.next.j + bv.next.count);
+  prefetchRows(hv.v, hv.vPos, bv.d, bv.next.j + from, bv.next.j + bv.next.count);
+}
 
 // Keeps x in registers: without it GCC folds a load into each row's FMA
 // (vfmadd231ps mem), so one unaligned, line-splitting rt load became MR.
@@ -407,6 +460,7 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
   const float* rt = hv.rt + srcW;
   if (srcW >= 0 && srcW + 16 * kW <= bv.k) {
     for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
+      prefetchInLoop(bv, c);
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_loadu_ps(rt + 16 * z);
       bdStep<MR>(x, qv + c, hv.qvPos, pidx, seg, w, w5);
@@ -415,11 +469,13 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
     __mmask16 in[kW];
     for (int z = 0; z < kW; ++z) in[z] = laneMask(-srcW - 16 * z, bv.k - srcW - 16 * z);
     for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
+      prefetchInLoop(bv, c);
       __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_maskz_loadu_ps(in[z], rt + 16 * z);
       bdStep<MR>(x, qv + c, hv.qvPos, pidx, seg, w, w5);
     }
   }
+  prefetchShare(bv, (bv.d + 15) / 16);
   const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i sixteen = _mm512_set1_epi32(16);
 #pragma GCC unroll 8
@@ -456,14 +512,20 @@ TXL_AVX512_INLINE void acTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
 // Row i's scores -> probabilities p (in place) against its new max; updates
 // m and the row's 16 partial sums l (summed once, at the end). Returns alpha,
 // the factor of the old O and l (1 when the block leaves the row unchanged).
-TXL_AVX512_INLINE float softmaxRow(const BlockView& bv, I i, __m512 (&s)[4], float& m, __m512& l) {
+TXL_AVX512_INLINE float softmaxRow(const BlockView& bv, I i, const KeyRange& keys, __m512 (&s)[4], float& m,
+                                   __m512& l) {
   const float* maskRow = bv.mask + i * bv.k;
   const __m512 negInf = _mm512_set1_ps(kNegInf);
   __m512 mx = negInf;
   __mmask16 ok[4];
   for (int z = 0; z < 4; ++z) {
-    const __m512 mk = _mm512_maskz_loadu_ps(bv.keyOk[z], maskRow + 16 * z);
-    ok[z] = _mm512_mask_cmp_ps_mask(bv.keyOk[z], mk, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    if (keys.band) {
+      const I lane0 = bv.j0 + 16 * z;
+      ok[z] = bv.keyOk[z] & laneMask(keys.first - lane0, keys.last + 1 - lane0);
+    } else {
+      const __m512 mk = _mm512_maskz_loadu_ps(bv.keyOk[z], maskRow + 16 * z);
+      ok[z] = _mm512_mask_cmp_ps_mask(bv.keyOk[z], mk, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    }
     s[z] = bv.scale == 1.0f ? s[z] : _mm512_mul_ps(s[z], _mm512_set1_ps(bv.scale));
     mx = _mm512_mask_max_ps(mx, ok[z], mx, s[z]);
   }
@@ -522,7 +584,7 @@ TXL_AVX512 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float
   acTile<MR>(bv, i0, s);
   for (int r = 0; r < MR; ++r) {
     __m512 l = _mm512_load_ps(st.lanesL[r0 + r]);
-    alpha[r0 + r] = softmaxRow(bv, i0 + r, s[r], st.m[r0 + r], l);
+    alpha[r0 + r] = softmaxRow(bv, i0 + r, st.keys[r0 + r], s[r], st.m[r0 + r], l);
     _mm512_store_ps(st.lanesL[r0 + r], l);
     for (int z = 0; z < 4; ++z) _mm512_store_ps(p[r0 + r] + 16 * z, s[r][z]);
   }
@@ -560,21 +622,6 @@ TXL_AVX512 void dispatchValues(int mr, int nv, const BlockView& bv, const float 
   }
 }
 
-// Rows [j1, j2) of a [keys, d] operand at position stride `pos` into the
-// caches ahead of use (K and V rows are pages apart: no hardware prefetch).
-void prefetchRows(const float* base, I pos, I d, I j1, I j2) {
-  for (I j = j1; j < j2; ++j)
-    for (I c = 0; c < d; c += 16) __builtin_prefetch(base + j * pos + c);
-}
-
-// Share g of G of the K and V rows of the next block (at jn), prefetched by
-// row group g of the current block: spread over the block's FMAs (measured
-// slightly better than the next block's K in one burst after the transposes).
-void prefetchNextShare(const HeadView& hv, I d, I k, I jn, I g, I G) {
-  const I j1 = std::min(jn + kKeyBlock * g / G, k), j2 = std::min(jn + kKeyBlock * (g + 1) / G, k);
-  prefetchRows(hv.k, hv.kPos, d, j1, j2);
-  prefetchRows(hv.v, hv.vPos, d, j1, j2);
-}
 
 TXL_AVX512 void writeRowsAvx512(const HeadView& hv, const Task& t, I d, const RowState& st) {
   const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
@@ -597,6 +644,17 @@ TXL_AVX512_INLINE __mmask16 unmaskedLanes(const RelAttentionArgs& a, I i, I j0) 
   return ok;
 }
 
+// Whether row[first .. end) is all 0.
+TXL_AVX512 bool maskIsZero(const float* row, I first, I end) {
+  const __m512 zero = _mm512_setzero_ps();
+  __mmask16 nonzero = 0;
+  I j = first;
+  for (; j + 16 <= end; j += 16) nonzero |= _mm512_cmp_ps_mask(_mm512_loadu_ps(row + j), zero, _CMP_NEQ_UQ);
+  nonzero |= _mm512_mask_cmp_ps_mask(laneMask(0, end - j), _mm512_maskz_loadu_ps(laneMask(0, end - j), row + j), zero,
+                                     _CMP_NEQ_UQ);
+  return nonzero == 0;
+}
+
 // unmaskedKeys, 16 keys a step (the scalar scan cost ~4% of a call at the
 // small shape): the first unmasked key from the front, the last from the back.
 TXL_AVX512 KeyRange unmaskedKeysAvx512(const RelAttentionArgs& a, I i) {
@@ -611,14 +669,17 @@ TXL_AVX512 KeyRange unmaskedKeysAvx512(const RelAttentionArgs& a, I i) {
   if (first == k) return {k, -1};
   I end = k;  // keys [end, k) are masked
   for (; end - 16 >= first; end -= 16)
-    if (const __mmask16 ok = unmaskedLanes(a, i, end - 16)) return {first, end - 16 + 31 - __builtin_clz(unsigned(ok))};
+    if (const __mmask16 ok = unmaskedLanes(a, i, end - 16)) {
+      end -= 16 - (32 - __builtin_clz(unsigned(ok)));
+      break;
+    }
   while (keyMasked(a, i, end - 1)) --end;
-  return {first, end - 1};
+  return {first, end - 1, maskIsZero(a.mask + i * k, first, end)};
 }
 
-TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
+TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t, const KeyRange* rowKeys) {
   RowState st;
-  initRows(a, t, st, unmaskedKeysAvx512);
+  initRows(t, rowKeys, st);
   alignas(64) float kt[kMaxD * kKeyBlock] = {};
   alignas(64) float vb[kKeyBlock * kMaxD];
   alignas(64) float p[kQueryBlock][kKeyBlock];  // the block's probabilities, phase 1 to 2
@@ -627,7 +688,7 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
   const I k = a.shape.k, d = a.shape.d;
   const int nv = static_cast<int>((d + 15) / 16);
   const KeyRange taskKeys = hull(st.keys, t.rows);
-  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, vb, {}};
+  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, vb, {}, {}};
   const I groups = (t.rows + kRowGroup - 1) / kRowGroup;
   for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
     const LaneRange taskLanes = lanesOf(taskKeys, j0);
@@ -644,10 +705,13 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t) {
                           : inK;
     }
     for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 1: Kt and rt's window in L1
-      prefetchNextShare(hv, d, k, j0 + kKeyBlock, r0 / kRowGroup, groups);
+      bv.next = nextShare(k, j0 + kKeyBlock, r0 / kRowGroup, groups);
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
       const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
-      if (lanes.lo < lanes.hi) dispatchScores(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
+      if (lanes.lo < lanes.hi)
+        dispatchScores(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
+      else
+        prefetchShare(bv, 0);
     }
     for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 2: Vb in L1
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
@@ -666,15 +730,28 @@ bool haveAvx512() {
   return have;
 }
 
-template <typename RunTask>
-void runTasks(const RelAttentionArgs& a, RunTask runTask) {
+// The rows' key ranges first (the mask is the same for every batch and
+// head: one scan per call), then the tasks.
+template <typename KeysOfRow, typename RunTask>
+void runTasks(const RelAttentionArgs& a, KeysOfRow keysOfRow, RunTask runTask) {
   const RelAttentionShape& s = a.shape;
   const I blocks = queryBlocks(s, omp_get_max_threads());
   const I tasks = s.batch * s.heads * blocks;
-#pragma omp parallel for schedule(dynamic)
-  for (I t = 0; t < tasks; ++t) {
-    const Task task = taskAt(s, blocks, t);
-    if (task.rows > 0) runTask(a, task);
+  // Kept per calling thread across calls, so that a warm stream's segments
+  // allocate nothing (tests/session/no_allocation_test.cpp); the team
+  // reaches it through `keys` (in the region, the name is each thread's own).
+  static thread_local std::vector<KeyRange> rowKeys;
+  rowKeys.resize(static_cast<std::size_t>(s.q));
+  KeyRange* keys = rowKeys.data();
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (I i = 0; i < s.q; ++i) keys[i] = keysOfRow(a, i);
+#pragma omp for schedule(dynamic)
+    for (I t = 0; t < tasks; ++t) {
+      const Task task = taskAt(s, blocks, t);
+      if (task.rows > 0) runTask(a, task, keys);
+    }
   }
 }
 
@@ -686,14 +763,14 @@ bool relAttentionSupports(const RelAttentionShape& s) {
 
 void relAttention(const RelAttentionArgs& a) {
   if (haveAvx512())
-    runTasks(a, avx512Task);
+    runTasks(a, unmaskedKeysAvx512, avx512Task);
   else
-    runTasks(a, portableTask);
+    runTasks(a, unmaskedKeys, portableTask);
 }
 
 namespace detail {
 
-void relAttentionPortable(const RelAttentionArgs& a) { runTasks(a, portableTask); }
+void relAttentionPortable(const RelAttentionArgs& a) { runTasks(a, unmaskedKeys, portableTask); }
 
 }  // namespace detail
 
