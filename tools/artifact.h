@@ -34,6 +34,10 @@ inline constexpr char kArtifactMagic[8] = {'T', 'X', 'L', 'C', 'A', 'R', 'T', '\
 inline constexpr std::uint32_t kArtifactVersion = 2;  // 2: padded warm-up graphs
 inline constexpr std::size_t kArtifactHeaderBytes = 64;
 inline constexpr const char* kTxlcVersion = "0.1.0";
+// The executor whose fast paths an artifact's graphs are optimized for
+// (model_setup.h targetInfo()): at compile and when a load rebuilds the
+// main graph to check it, whatever --backend the run then uses.
+inline constexpr const char* kArtifactTarget = "onednn";
 
 // The setting an artifact is compiled for.
 struct ArtifactSetting {

@@ -92,7 +92,7 @@ int run(const Options& o) {
   for (const Bucket& b : buckets) {
     ir::PassContext ctx;
     ir::Graph g = buildOptimizedGraph(m.spec, segmentShape(base, {b.qlen, b.mlen, {b.logprob, b.nll}, b.padded}),
-                                      {b.logprob, b.nll}, options.pipeline, &ctx);
+                                      {b.logprob, b.nll}, options.pipeline, targetInfo(kArtifactTarget), &ctx);
     StoredGraph sg{b.qlen, b.mlen, b.logprob, b.nll, b.padded, b.role, ir::toJson(g), 0};
     const std::string text = sg.graph.dump();
     sg.hash = contentHash(text.data(), text.size());

@@ -33,7 +33,6 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/onednn_executor.h"
-#include "backend/onednn_target_info.h"
 #include "frontend/model_loader.h"
 #include "ir/check.h"
 #include "ir/dot.h"
@@ -185,9 +184,8 @@ int run(const Options& o) {
   if (spec.attn_type == 2 && !o.mlen) shape.mlen = 0;
   const ir::Graph input = frontend::buildSegmentGraph(spec, shape);
   ir::Graph optimized = input;
-  backend::OnednnTargetInfo target;
   ir::PassContext ctx;
-  if (options.backend == "onednn") ctx.target = &target;
+  ctx.target = targetInfo(options.backend);
   ctx.maxKlen = shape.memLen + std::max(spec.tgt_len, shape.qlen);
   passes::runPipeline(optimized, options.pipeline, ctx);
 

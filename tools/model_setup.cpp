@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "backend/onednn_executor.h"
+#include "backend/onednn_target_info.h"
 #include "backend/reference_interpreter.h"
 #include "ir/check.h"
 
@@ -14,6 +15,13 @@ namespace txl::tools {
 std::shared_ptr<backend::Executor> makeExecutor(const std::string& name) {
   if (name == "onednn") return backend::makeOnednnExecutor();
   if (name == "reference") return backend::makeReferenceExecutor();
+  throw Error("--backend: expected 'onednn' or 'reference', got '" + name + "'");
+}
+
+const ir::TargetInfo* targetInfo(const std::string& name) {
+  static const backend::OnednnTargetInfo onednn;
+  if (name == "onednn") return &onednn;
+  if (name == "reference") return nullptr;
   throw Error("--backend: expected 'onednn' or 'reference', got '" + name + "'");
 }
 
@@ -27,10 +35,11 @@ frontend::SegmentShape segmentShape(const frontend::ModelSpec& spec, const RunSe
 
 ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const frontend::SegmentShape& shape,
                               const frontend::GraphOutputs& outputs, const passes::PipelineOptions& pipeline,
-                              ir::PassContext* ctx) {
+                              const ir::TargetInfo* target, ir::PassContext* ctx) {
   ir::Graph g = frontend::buildSegmentGraph(spec, shape, outputs);
   ir::PassContext local;
   ir::PassContext& c = ctx ? *ctx : local;
+  c.target = target;
   // fold-positions: one table for the longest klen a stream of this model meets.
   if (!c.maxKlen) c.maxKlen = std::max(shape.klen(), shape.memLen + spec.tgt_len);
   passes::runPipeline(g, pipeline, c);
@@ -83,8 +92,10 @@ std::shared_ptr<backend::CompiledModel> compileModel(const frontend::ModelSpec& 
                           settings.qlen.value_or(spec.tgt_len), spec.attn_type == 0 && base.memLen > 0};
   passes::PipelineOptions pipeline = options.pipeline;
   passes::selectedPasses(pipeline);  // validates the names now, not at the first segment
-  auto factory = [spec, base, pipeline](const backend::SegmentKey& key) {
-    return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline);
+  const ir::TargetInfo* target = targetInfo(options.backend);
+  auto factory = [spec, base, pipeline, target](const backend::SegmentKey& key) {
+    return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline,
+                               target);
   };
   return std::make_shared<backend::CompiledModel>(info, std::move(weights), makeExecutor(options.backend), factory);
 }

@@ -9,6 +9,7 @@
 #include "backend/session.h"
 #include "frontend/graph_builder.h"
 #include "frontend/model_spec.h"
+#include "ir/target_info.h"
 #include "passes/pipeline.h"
 
 namespace txl::tools {
@@ -29,16 +30,22 @@ struct ModelOptions {
 
 // "onednn" or "reference"; txl::Error for another name.
 std::shared_ptr<backend::Executor> makeExecutor(const std::string& name);
+// What the passes ask about fast paths when building graphs for executor
+// `name`: the oneDNN target for "onednn" (a fusion it would run slowly is
+// skipped, e.g. rel_attention at <= 4 query rows), none for "reference"
+// (the interpreter runs every form alike); txl::Error for another name.
+const ir::TargetInfo* targetInfo(const std::string& name);
 
 // The shape template a setting gives (qlen and mlen are filled in per segment).
 frontend::SegmentShape segmentShape(const frontend::ModelSpec& spec, const RunSettings& settings);
 // The template with one segment's qlen, mlen and padding filled in.
 frontend::SegmentShape segmentShape(const frontend::SegmentShape& base, const backend::SegmentKey& key);
 
-// Builds the graph of one segment and runs the pipeline on it.
+// Builds the graph of one segment and runs the pipeline on it, for `target`
+// (targetInfo(); null: no fast-path questions).
 ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const frontend::SegmentShape& shape,
                               const frontend::GraphOutputs& outputs, const passes::PipelineOptions& pipeline,
-                              ir::PassContext* ctx = nullptr);
+                              const ir::TargetInfo* target, ir::PassContext* ctx = nullptr);
 
 // The least memory a run needs, in bytes: the weights (f32), the recurrent
 // memory of every layer input, and the largest activations of one segment

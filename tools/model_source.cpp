@@ -190,7 +190,9 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
       shape.memLen = s.memLen, shape.clampLen = s.clampLen, shape.sameLength = s.sameLength;
       passes::PipelineOptions quiet = pipeline;
       quiet.manager = {};
-      std::string rebuilt = ir::toJson(buildOptimizedGraph(spec, shape, {main.logprob, main.nll}, quiet)).dump();
+      std::string rebuilt =
+          ir::toJson(buildOptimizedGraph(spec, shape, {main.logprob, main.nll}, quiet, targetInfo(kArtifactTarget)))
+              .dump();
       if (contentHash(rebuilt.data(), rebuilt.size()) != main.hash)
         throw Error(path + ": this txlc (" + std::string(kTxlcVersion) + ") rebuilds the artifact's main graph differently from txlc " +
                     artifact->txlcVersion + " that compiled it; recompile the artifact");
@@ -207,7 +209,8 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
           return ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
                                            std::to_string(key.mlen) + (key.padded ? " padded" : ""));
     verify();
-    return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline);
+    return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline,
+                               targetInfo(options.backend));
   };
   return std::make_shared<backend::CompiledModel>(plain->info(), m.weights, makeExecutor(options.backend), factory);
 }

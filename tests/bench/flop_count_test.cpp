@@ -15,12 +15,13 @@ namespace {
 using namespace txl;
 
 tools::FlopCount flopsWith(const frontend::ModelSpec& spec, const std::optional<std::vector<std::string>>& passes,
-                           std::set<std::string> disabled = {}) {
+                           std::set<std::string> disabled = {}, std::int64_t qlen = 80,
+                           const char* target = "reference") {
   passes::PipelineOptions pipeline;
   pipeline.passes = passes;
   pipeline.disabled = std::move(disabled);
-  const frontend::SegmentShape shape = frontend::defaultShape(spec, 1, 80, 160);
-  return tools::countFlops(tools::buildOptimizedGraph(spec, shape, {false, false}, pipeline));
+  const frontend::SegmentShape shape = frontend::defaultShape(spec, 1, qlen, 160);
+  return tools::countFlops(tools::buildOptimizedGraph(spec, shape, {false, false}, pipeline, tools::targetInfo(target)));
 }
 
 }  // namespace
@@ -44,4 +45,17 @@ TEST_CASE("useful FLOPs: the same for every memory form", "[bench][flops]") {
   // The literal graph projects q once, and so does fold-bias-terms (one
   // linear, then + u and + v): the same useful work.
   CHECK(literal.useful == Approx(kv.useful).epsilon(1e-12));
+}
+
+// One generated token: the oneDNN target keeps the attention unfused (score
+// matmuls), the reference target fuses it into rel_attention; the same work.
+TEST_CASE("useful FLOPs: the same for the fused and the unfused attention", "[bench][flops]") {
+  const frontend::ModelSpec spec = frontend::loadModelSpec(std::string(TXL_BENCH_DIR) + "/enwik8_base.json");
+  for (std::int64_t qlen : {1, 80}) {
+    INFO("qlen " << qlen);
+    const tools::FlopCount fused = flopsWith(spec, std::nullopt, {}, qlen, "reference");
+    const tools::FlopCount unfused = flopsWith(spec, std::nullopt, {"fuse-attention"}, qlen, "onednn");
+    CHECK(fused.useful == Approx(unfused.useful).epsilon(1e-12));
+    CHECK(fused.graph == Approx(unfused.graph).epsilon(1e-12));
+  }
 }

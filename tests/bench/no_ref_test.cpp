@@ -74,3 +74,27 @@ TEST_CASE("bench specs: no ref implementation in any plan step", "[bench][onednn
     CHECK(found.empty());
   }
 }
+
+// Sessions build their graphs for the executor's target (tools::targetInfo):
+// the oneDNN target declines rel_attention at <= 4 query rows (one generated
+// token runs faster unfused), so a step's graph keeps the unfused attention
+// while a segment's is fused; the reference backend is asked nothing.
+TEST_CASE("session graphs ask the executor's target which fusions run fast", "[bench][onednn]") {
+  frontend::LoadOptions load;
+  load.randomWeights = true;
+  frontend::LoadedModel m = frontend::loadModel(std::string(TXL_BENCH_DIR) + "/enwik8_base.json", std::nullopt, load);
+  tools::RunSettings settings;
+  settings.memLen = 160;
+  const auto fused = [&](const char* backendName, std::int64_t qlen) {
+    tools::ModelOptions options;
+    options.backend = backendName;
+    auto model = tools::compileModel(m.spec, ir::TensorMap(m.weights.begin(), m.weights.end()), settings, options);
+    const ir::Graph g = model->buildGraph({qlen, 160, {true, false}, false});
+    int n = 0;
+    for (ir::Node node : g.nodes()) n += g.kind(node) == ir::OpKind::RelAttention;
+    return n;
+  };
+  CHECK(fused("onednn", 80) == m.spec.n_layer);
+  CHECK(fused("onednn", 1) == 0);
+  CHECK(fused("reference", 1) == m.spec.n_layer);
+}
