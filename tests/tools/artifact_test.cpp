@@ -38,9 +38,6 @@ Artifact tinyArtifact() {
   return a;
 }
 
-std::shared_ptr<const void> own(const std::vector<std::byte>& b) {
-  return std::make_shared<std::vector<std::byte>>(b);
-}
 Artifact parse(const std::vector<std::byte>& b) {
   auto owner = std::make_shared<std::vector<std::byte>>(b);
   return parseArtifact(owner, owner->data(), owner->size(), "a.txla");
