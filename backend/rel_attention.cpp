@@ -622,7 +622,6 @@ TXL_AVX512 void dispatchValues(int mr, int nv, const BlockView& bv, const float 
   }
 }
 
-
 TXL_AVX512 void writeRowsAvx512(const HeadView& hv, const Task& t, I d, const RowState& st) {
   const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
   for (I r = 0; r < t.rows; ++r) {

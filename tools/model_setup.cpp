@@ -12,17 +12,24 @@
 
 namespace txl::tools {
 
-std::shared_ptr<backend::Executor> makeExecutor(const std::string& name) {
-  if (name == "onednn") return backend::makeOnednnExecutor();
-  if (name == "reference") return backend::makeReferenceExecutor();
+namespace {
+
+// The executor a --backend name selects.
+bool isOnednn(const std::string& name) {
+  if (name == "onednn") return true;
+  if (name == "reference") return false;
   throw Error("--backend: expected 'onednn' or 'reference', got '" + name + "'");
+}
+
+}  // namespace
+
+std::shared_ptr<backend::Executor> makeExecutor(const std::string& name) {
+  return isOnednn(name) ? backend::makeOnednnExecutor() : backend::makeReferenceExecutor();
 }
 
 const ir::TargetInfo* targetInfo(const std::string& name) {
   static const backend::OnednnTargetInfo onednn;
-  if (name == "onednn") return &onednn;
-  if (name == "reference") return nullptr;
-  throw Error("--backend: expected 'onednn' or 'reference', got '" + name + "'");
+  return isOnednn(name) ? &onednn : nullptr;
 }
 
 frontend::SegmentShape segmentShape(const frontend::ModelSpec& spec, const RunSettings& settings) {
