@@ -31,7 +31,7 @@ benchmarks=(
   "WT103 base + NLL, qlen 64, mem 640|bench/wt103_base.json --nll --segments $segments"
   "small, batch 8, qlen 128, mem 128|bench/small_b8.json --batch 8 --segments $segments"
 )
-keys=(tokens_per_s ms_per_segment avg_ms p99_ms efficiency memory_floor_ratio peak_rss_bytes rss_budget_bytes)
+keys=(tokens_per_s ms_per_segment avg_ms p90_ms p95_ms p99_ms efficiency memory_floor_ratio peak_rss_bytes rss_budget_bytes)
 
 # The value of a top-level numeric key in txlc's pretty-printed JSON (null: "-").
 field() { sed -n "s/^  \"$1\": \(.*\),\{0,1\}$/\1/p" "$2" | sed 's/,$//' | head -1; }
@@ -53,14 +53,15 @@ for ((r = 1; r <= repeat; r++)); do
   done
 done
 
-echo "| benchmark | threads | runs | tokens/s | median ms | avg ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| benchmark | threads | runs | tokens/s | median ms | avg ms | p90 ms | p95 ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for i in "${!benchmarks[@]}"; do
   name="${benchmarks[$i]%%|*}"
   med() { echo "${values[$i,$1]}" | median; }
   mib() { awk -v b="$(med "$1")" 'BEGIN { if (b == "-") print "-"; else printf "%.1f", b / 1048576 }'; }
-  printf "| %s | %s | %s | %.1f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$threads" "$repeat" \
-    "$(med tokens_per_s)" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p99_ms)" "$(med efficiency)" \
+  printf "| %s | %s | %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$threads" "$repeat" \
+    "$(med tokens_per_s)" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p90_ms)" "$(med p95_ms)" "$(med p99_ms)" \
+    "$(med efficiency)" \
     "$(med memory_floor_ratio | awk '{ if ($1 == "-") print "-"; else printf "%.2f", $1 }')" \
     "$(mib peak_rss_bytes)" "$(mib rss_budget_bytes)"
 done
