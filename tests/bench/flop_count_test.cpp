@@ -21,7 +21,8 @@ tools::FlopCount flopsWith(const frontend::ModelSpec& spec, const std::optional<
   pipeline.passes = passes;
   pipeline.disabled = std::move(disabled);
   const frontend::SegmentShape shape = frontend::defaultShape(spec, 1, qlen, 160);
-  return tools::countFlops(tools::buildOptimizedGraph(spec, shape, {false, false}, pipeline, tools::targetInfo(target)));
+  const ir::Graph g = tools::buildOptimizedGraph(spec, shape, {false, false}, pipeline, tools::targetInfo(target));
+  return tools::countFlops(g);
 }
 
 }  // namespace
