@@ -13,6 +13,20 @@ const std::vector<SlotLayout>& CompiledModel::stateLayout() const {
   return layout_;
 }
 
+const std::vector<ir::Tensor>& CompiledModel::initialRows() const {
+  std::call_once(initialOnce_, [this] {
+    if (!info_.fullInitialMemory || info_.memLen == 0) return;
+    TXL_CHECK(static_cast<bool>(initialRowFactory_), "a full initial memory needs an initial row factory");
+    for (const SlotLayout& slot : stateLayout()) {
+      ir::Tensor row = initialRowFactory_(slot);
+      TXL_CHECK(row.dtype() == ir::DType::F32 && row.shape() == slot.rowShape,
+                "an initial memory row of slot " + std::to_string(slot.slot) + " has type " + row.type().str());
+      initialRows_.push_back(row);
+    }
+  });
+  return initialRows_;
+}
+
 namespace {
 std::int64_t rowElements(const SlotLayout& slot) {
   std::int64_t n = 1;
@@ -35,6 +49,7 @@ Session::Session(std::shared_ptr<const CompiledModel> model) : model_(std::move(
     slotNames_.push_back(memName(slot.slot));
     slotTypes_.push_back({ir::DType::F32, withRows(slot, 0)});
   }
+  reset();
 }
 
 char* Session::rowPtr(std::size_t index, std::int64_t first) {
@@ -52,8 +67,16 @@ void Session::bindRows(std::size_t index, std::int64_t first, std::int64_t count
 }
 
 void Session::reset() {
+  const ModelInfo& info = model_->info();
   mlen_ = 0;
-  start_ = model_->info().memLen;
+  start_ = info.memLen;
+  const std::vector<ir::Tensor>& initial = model_->initialRows();
+  if (initial.empty()) return;
+  for (std::size_t i = 0; i < layout().size(); ++i) {
+    const std::size_t row = rowBytes(i, 1);
+    for (std::int64_t r = 0; r < info.memLen; ++r) std::memcpy(rowPtr(i, start_ + r), initial[i].raw(), row);
+  }
+  mlen_ = info.memLen;
 }
 
 ir::Tensor Session::rows(std::size_t index, std::int64_t first, std::int64_t count) const {

@@ -11,7 +11,9 @@
 // n_layer the final hidden state, as the reference keeps them; in the kv form
 // slot l holds layer l's projected keys and values. Each forward() runs one
 // segment and advances the memory exactly as the reference: empty at the
-// start, afterwards the last min(mem_len, mlen + qlen) positions. Plans for
+// start (or mem_len positions of the model's initial rows,
+// ModelInfo::fullInitialMemory), afterwards the last min(mem_len, mlen + qlen)
+// positions. Plans for
 // the shapes a stream meets (warm-up segments, a shorter last segment) are
 // built on first use and cached in the session. Once every shape a stream
 // meets has its plan, forward() allocates nothing of its own.
@@ -58,6 +60,11 @@ struct ModelInfo {
   // Warm-up segments (mlen < memLen) run the padded graph of mlen = memLen
   // (frontend::SegmentShape::padded): one plan per qlen, not one per mlen.
   bool padWarmup = false;
+  // A stream starts with memLen remembered positions per slot, each holding
+  // the slot's initial row (CompiledModel::initialRow: Hugging Face's zero
+  // layer inputs, in the slot's form), instead of an empty memory. Only the
+  // state differs: every segment runs the plan it would run on a full memory.
+  bool fullInitialMemory = false;
 };
 
 // What one segment graph computes besides the hidden state.
@@ -80,6 +87,9 @@ struct SegmentKey {
 
 // Builds the (optimized) graph of one segment. Must be safe to call from several threads.
 using GraphFactory = std::function<ir::Graph(const SegmentKey& key)>;
+// The content of one remembered position of a slot's initial memory, f32[slot.rowShape]
+// (ModelInfo::fullInitialMemory); called once per slot and model.
+using InitialRowFactory = std::function<ir::Tensor(const SlotLayout& slot)>;
 
 // A segment's plan and what it binds.
 struct SegmentPlan {
@@ -89,26 +99,35 @@ struct SegmentPlan {
 
 class CompiledModel {
  public:
-  CompiledModel(ModelInfo info, TensorMap weights, std::shared_ptr<Executor> executor, GraphFactory factory)
-      : info_(info), weights_(std::move(weights)), executor_(std::move(executor)), factory_(std::move(factory)) {}
+  CompiledModel(ModelInfo info, TensorMap weights, std::shared_ptr<Executor> executor, GraphFactory factory,
+                InitialRowFactory initialRow = {})
+      : info_(info), weights_(std::move(weights)), executor_(std::move(executor)), factory_(std::move(factory)),
+        initialRowFactory_(std::move(initialRow)) {}
 
   const ModelInfo& info() const { return info_; }
   const TensorMap& weights() const { return weights_; }
   Executor& executor() const { return *executor_; }
   ir::Graph buildGraph(const SegmentKey& key) const { return factory_(key); }
+  const InitialRowFactory& initialRowFactory() const { return initialRowFactory_; }
   // Builds, folds and compiles the graph of one segment (what a Session caches per shape).
   SegmentPlan compileSegment(const SegmentKey& key) const;
   // Constant values (folded at plan-compile time) shared by every plan.
   ConstantCache& constants() const { return constants_; }
   // The memory slots of this model's graphs (built once, from a one-token graph).
   const std::vector<SlotLayout>& stateLayout() const;
+  // Per layout slot, the row every position of a fresh stream's memory holds
+  // (empty unless info().fullInitialMemory); computed once.
+  const std::vector<ir::Tensor>& initialRows() const;
 
  private:
   ModelInfo info_;
   TensorMap weights_;
   std::shared_ptr<Executor> executor_;
   GraphFactory factory_;
+  InitialRowFactory initialRowFactory_;
   mutable ConstantCache constants_;
+  mutable std::once_flag initialOnce_;
+  mutable std::vector<ir::Tensor> initialRows_;
   mutable std::once_flag layoutOnce_;
   mutable std::vector<SlotLayout> layout_;
 };
@@ -128,7 +147,8 @@ class Session {
   // session, valid until the next forward().
   ForwardResult forward(const ir::Tensor& tokens, const ir::Tensor* targets = nullptr, bool logprob = true);
 
-  // Forgets the memory: the next segment starts a fresh stream.
+  // Forgets the memory: the next segment starts a fresh stream (an empty
+  // memory, or the model's full initial memory).
   void reset();
   std::int64_t mlen() const { return mlen_; }
   // The memory of a slot: f32[mlen, batch, width] (txl::Error for a slot the model does not have).

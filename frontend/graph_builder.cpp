@@ -146,7 +146,14 @@ class Builder {
   Node attend(std::int64_t l, Node h, Node scores, Node values, Node mask) {
     const std::int64_t H = s_.n_head, D = s_.d_head, q = sh_.qlen, B = sh_.batch;
     Node scaled = scale(scores, 1.0 / std::sqrt(double(D)));
-    Node masked = g_.add(OpKind::MaskedFill, {scaled, mask}, {{"value", -std::numeric_limits<double>::infinity()}});
+    // With same_length and no memory every key is masked. Hugging Face fills
+    // masked scores with float32's lowest value, so such a row averages every
+    // value uniformly; -inf elsewhere gives the same probabilities (exp
+    // underflows to 0 either way) and keeps the fused attention's form.
+    const bool fullyMasked = sh_.sameLength && sh_.memLen == 0;
+    const double fill = fullyMasked ? double(std::numeric_limits<float>::lowest())
+                                    : -std::numeric_limits<double>::infinity();
+    Node masked = g_.add(OpKind::MaskedFill, {scaled, mask}, {{"value", fill}});
     if (padMask_)
       masked = g_.add(OpKind::MaskedFill, {masked, *padMask_}, {{"value", -std::numeric_limits<double>::infinity()}});
     Node prob = g_.add(OpKind::Softmax, {masked}, {{"axis", std::int64_t(3)}});
@@ -240,7 +247,7 @@ class Builder {
     for (std::int64_t i = 1; i <= nc; ++i) {
       auto [wi, bi] = clusterWeights(i);
       Node tail = logSoftmax(clusterLogits(h, i, wi, bi));
-      std::int64_t column = shortlist + nc - i;  // cluster 1 takes the last head column
+      const std::int64_t column = s_.tailClusterColumn(i);  // the semantics' cluster order
       parts.push_back(add(tail, slice(head, 2, column, column + 1)));
     }
     return concat(parts, 2);
@@ -260,7 +267,8 @@ ir::Graph buildSegmentGraph(const ModelSpec& spec, const SegmentShape& shape, co
   if (shape.qlen < 1) bad("qlen must be at least 1, got " + std::to_string(shape.qlen));
   if (shape.mlen < 0 || shape.mlen > shape.memLen)
     bad("mlen must be in [0, mem_len " + std::to_string(shape.memLen) + "], got " + std::to_string(shape.mlen));
-  if (shape.sameLength && shape.memLen == 0) bad("same_length needs mem_len > 0 (every key would be masked)");
+  if (shape.sameLength && shape.memLen == 0 && spec.semantics == Semantics::Authors)
+    bad("same_length needs mem_len > 0 (every key would be masked, which the authors' semantics leaves undefined)");
   if (spec.attn_type == 2 && shape.memLen > 0) bad("attn_type 2 with mem_len > 0 is not supported");
   if (shape.padded && (spec.attn_type != 0 || shape.mlen == 0))
     bad("a padded segment needs attn_type 0 and mlen > 0");

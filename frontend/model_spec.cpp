@@ -149,7 +149,7 @@ const std::set<std::string, std::less<>> kKnownKeys = {
     "hidden_size", "d_head", "d_inner", "d_embed", "div_val", "cutoffs", "tie_weight", "tie_word_embeddings",
     "tie_projs", "proj_share_all_but_first", "pre_lnorm", "tgt_len", "ext_len", "mem_len", "same_length",
     "attn_type", "clamp_len", "untie_r", "dropout", "dropatt", "layer_norm_epsilon", "sample_softmax",
-    "adaptive", "model_type"};
+    "adaptive", "model_type", "semantics"};
 
 struct Field {
   std::string pointer;  // "/vocab_size"
@@ -351,7 +351,29 @@ json ModelSpec::toJson() const {
   j["clamp_len"] = clamp_len;
   j["untie_r"] = untie_r;
   j["layer_norm_epsilon"] = layer_norm_epsilon;
+  if (semantics != Semantics::Authors) j["semantics"] = semanticsName(semantics);
   return j;
+}
+
+std::int64_t ModelSpec::tailClusterColumn(std::int64_t i) const {
+  const std::int64_t shortlist = cutoffs.empty() ? n_token : cutoffs[0];
+  const std::int64_t tails = static_cast<std::int64_t>(cutoffs.size());
+  return semantics == Semantics::HuggingFace ? shortlist + i - 1 : shortlist + tails - i;
+}
+
+const char* semanticsName(Semantics s) { return s == Semantics::HuggingFace ? "huggingface" : "authors"; }
+const char* initialMemoryName(InitialMemory m) { return m == InitialMemory::Zeros ? "zeros" : "empty"; }
+
+Semantics parseSemantics(const std::string& name, const std::string& what) {
+  if (name == "authors") return Semantics::Authors;
+  if (name == "huggingface") return Semantics::HuggingFace;
+  throw Error(what + ": expected \"authors\" or \"huggingface\", got " + show(json(name)));
+}
+
+InitialMemory parseInitialMemory(const std::string& name, const std::string& what) {
+  if (name == "empty") return InitialMemory::Empty;
+  if (name == "zeros") return InitialMemory::Zeros;
+  throw Error(what + ": expected \"zeros\" or \"empty\", got " + show(json(name)));
 }
 
 ModelSpec parseModelSpec(const json& j, const std::string& file) {
@@ -366,6 +388,13 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
     if (!f.value->is_string() || f.value->get<std::string>() != "transfo-xl")
       r.fail(f.pointer, "expected \"transfo-xl\", got " + show(*f.value));
     hf = true;
+  }
+  s.semantics = hf ? Semantics::HuggingFace : Semantics::Authors;
+  if (Field f = r.find({"semantics"})) {
+    const std::string name = f.value->is_string() ? f.value->get<std::string>() : "";
+    if (name != "authors" && name != "huggingface")
+      r.fail(f.pointer, "expected \"authors\" or \"huggingface\", got " + show(*f.value));
+    s.semantics = parseSemantics(name, file + ": " + f.pointer);
   }
   auto dflt = [&](std::int64_t hfDefault) { return hf ? std::optional<std::int64_t>(hfDefault) : std::nullopt; };
 
@@ -464,7 +493,7 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
                              "); expected div_val^" + std::to_string(i) + " <= d_embed, got div_val " +
                              std::to_string(s.div_val));
   }
-  if (s.same_length && s.mem_len == 0)
+  if (s.same_length && s.mem_len == 0 && s.semantics == Semantics::Authors)
     r.fail("/same_length", "true needs /mem_len > 0 (with no memory every key would be masked), got mem_len 0");
 
   // Not supported.

@@ -25,6 +25,28 @@
 
 namespace txl::frontend {
 
+// Which code's arithmetic a model follows where the two published
+// implementations of Transformer-XL differ (docs/SEMANTICS.md):
+//   Authors      the authors' PyTorch code (kimiyoung/transformer-xl, pytorch/):
+//                tail cluster i of the adaptive softmax reads head column
+//                shortlist + n_tail - i; a stream starts with an empty memory;
+//                a query that sees no key has no defined answer (refused).
+//   HuggingFace  Hugging Face's TransfoXLLMHeadModel and the authors'
+//                TensorFlow code, which trained the published checkpoints:
+//                tail cluster i reads head column shortlist + i - 1; a stream
+//                starts with mem_len rows of zeros per layer; a query that sees
+//                no key averages every value uniformly.
+enum class Semantics { Authors, HuggingFace };
+// How a stream's memory starts: no rows (the authors' PyTorch code), or
+// mem_len rows of zero layer inputs per layer, attended like real rows (HF, TF).
+enum class InitialMemory { Empty, Zeros };
+
+const char* semanticsName(Semantics s);          // "authors", "huggingface"
+const char* initialMemoryName(InitialMemory m);  // "empty", "zeros"
+// Parses the names above; txl::Error "<what>: expected ..., got ..." otherwise.
+Semantics parseSemantics(const std::string& name, const std::string& what);
+InitialMemory parseInitialMemory(const std::string& name, const std::string& what);
+
 struct ModelSpec {
   std::int64_t n_token = 0, n_layer = 0, n_head = 0, d_model = 0, d_head = 0, d_inner = 0, d_embed = 0;
   std::int64_t div_val = 1;
@@ -37,14 +59,23 @@ struct ModelSpec {
   std::int64_t attn_type = 0, clamp_len = -1;  // clamp_len <= 0: no clamping
   bool untie_r = false;
   double layer_norm_epsilon = 1e-5;
+  // A Hugging Face config means HuggingFace, a reference-style spec Authors;
+  // the key "semantics" overrides either.
+  Semantics semantics = Semantics::Authors;
   std::string source;                 // the file it came from, for messages
   std::vector<std::string> warnings;  // non-fatal remarks (unknown keys), for the tool to print
 
-  nlohmann::json toJson() const;                       // reference names, every key
+  nlohmann::json toJson() const;                       // reference names, every key ("semantics" unless Authors)
   std::int64_t clusterCount() const;                   // cutoffs.size() + 1
   std::vector<std::int64_t> clusterBounds() const;     // [0, cutoffs..., n_token]
   std::int64_t clusterEmbedDim(std::int64_t i) const;  // d_embed / div_val^i
   std::int64_t parameterCount() const;                 // distinct parameters (tied ones once)
+  // The initial memory the model's semantics prescribes.
+  InitialMemory defaultInitialMemory() const {
+    return semantics == Semantics::HuggingFace ? InitialMemory::Zeros : InitialMemory::Empty;
+  }
+  // The head column of the adaptive softmax that scores tail cluster i (1-based).
+  std::int64_t tailClusterColumn(std::int64_t i) const;
 };
 
 // Limits applied by the validation (documented in docs/MODEL_SPEC.md).

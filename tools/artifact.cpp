@@ -102,6 +102,7 @@ nlohmann::json manifestJson(const Artifact& a, const WeightLayout& layout) {
             {"mem_len", a.setting.memLen},
             {"clamp_len", a.setting.clampLen},
             {"same_length", a.setting.sameLength},
+            {"initial_memory", frontend::initialMemoryName(a.setting.initialMemory)},
             {"memory", a.setting.memory}}},
           {"passes", a.passes},
           {"vocabulary", a.vocabulary ? *a.vocabulary : nlohmann::json(nullptr)},
@@ -235,6 +236,11 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
   a.setting.clampLen = r.integer(s, "/setting", "clamp_len");
   a.setting.sameLength = r.boolean(s, "/setting", "same_length");
   a.setting.memory = r.string(s, "/setting", "memory");
+  // Artifacts written before the setting existed start the authors' way.
+  a.setting.initialMemory = a.spec.defaultInitialMemory();
+  if (s.is_object() && s.contains("initial_memory"))
+    a.setting.initialMemory =
+        frontend::parseInitialMemory(r.string(s, "/setting", "initial_memory"), name + ": manifest /setting/initial_memory");
   if (a.setting.batch < 1 || a.setting.qlen < 1 || a.setting.memLen < 0)
     r.fail("/setting", "expected batch >= 1, qlen >= 1, mem_len >= 0, got " + s.dump());
   if (a.setting.memory != "hidden" && a.setting.memory != "kv")

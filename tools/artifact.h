@@ -47,6 +47,7 @@ struct ArtifactSetting {
   std::int64_t clampLen = -1;
   bool sameLength = false;
   std::string memory = "kv";  // the memory form: kv (projected keys and values) or hidden (layer inputs)
+  frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;  // how a stream's memory starts
 };
 
 // One optimized segment graph, stored as graph JSON (ir/json_io.h).

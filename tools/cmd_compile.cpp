@@ -64,6 +64,7 @@ int run(const Options& o) {
   a.spec = m.spec;
   a.setting = {B, Q, M, setting.settings.clampLen.value_or(m.spec.clamp_len),
                setting.settings.sameLength.value_or(m.spec.same_length), "hidden"};
+  a.setting.initialMemory = setting.settings.initialMemory.value_or(m.spec.defaultInitialMemory());
   a.passes = passes::selectedPasses(options.pipeline);
   for (const auto& p : a.passes)
     if (p == "cache-projected-memory") a.setting.memory = "kv";

@@ -51,18 +51,37 @@ void run(const std::string& dir, const ModelOptions& options, CaseResult& result
   std::stringstream text;
   text << in.rdbuf();
   nlohmann::json c = frontend::parseJsonText(text.str(), casePath);
-  if (!c.is_object() || c.value("format", "") != "txl-conformance/1")
-    throw Error(casePath + ": /format: expected \"txl-conformance/1\"");
+  const std::string format = c.is_object() ? c.value("format", "") : "";
+  if (format != "txl-conformance/1" && format != "txl-conformance-hf/1")
+    throw Error(casePath + ": /format: expected \"txl-conformance/1\" or \"txl-conformance-hf/1\"");
   result.name = c.value("name", dir);
   const auto& tol = c.at("tolerance");
   result.atol = tol.at("atol").get<double>();
   result.rtol = tol.at("rtol").get<double>();
   result.relL2 = tol.at("rel_l2").get<double>();
 
-  frontend::ModelSpec spec = frontend::parseModelSpec(c.at("config"), casePath);
-  auto weightsFile = frontend::SafetensorsFile::open(dir + "/" + c.value("weights", "weights.safetensors"));
-  auto io = frontend::SafetensorsFile::open(dir + "/" + c.value("io", "io.safetensors"));
+  // The case states its convention; the config's key style does not decide it.
+  // txl-conformance/1 (the authors' PyTorch code): an inline config, the
+  // authors' semantics, an empty first memory. txl-conformance-hf/1 (Hugging
+  // Face's code): a config.json file, Hugging Face's semantics, and the
+  // initial memory the case names.
+  const bool hf = format == "txl-conformance-hf/1";
+  frontend::ModelSpec spec;
   RunSettings settings;
+  if (hf) {
+    if (!c.contains("config") || !c.at("config").is_string())
+      throw Error(casePath + ": /config: expected the name of the case's config.json");
+    spec = frontend::loadModelSpec(dir + "/" + c.at("config").get<std::string>());
+    spec.semantics = frontend::Semantics::HuggingFace;
+    settings.initialMemory = frontend::parseInitialMemory(c.value("initial_memory", ""), casePath + ": /initial_memory");
+  } else {
+    spec = frontend::parseModelSpec(c.at("config"), casePath);
+    spec.semantics = frontend::Semantics::Authors;
+    settings.initialMemory = frontend::InitialMemory::Empty;
+  }
+  auto weightsFile =
+      frontend::SafetensorsFile::open(dir + "/" + c.value("weights", hf ? "model.safetensors" : "weights.safetensors"));
+  auto io = frontend::SafetensorsFile::open(dir + "/" + c.value("io", "io.safetensors"));
   settings.batch = c.at("batch").get<std::int64_t>();
   auto model = compileModel(spec, frontend::bindWeights(spec, weightsFile), settings, options);
   backend::Session session(model);

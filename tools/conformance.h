@@ -1,5 +1,8 @@
-// tools/conformance.h - run a conformance case (tests/conformance/*, format
-// txl-conformance/1) through one session and compare every segment.
+// tools/conformance.h - run a conformance case through one session and
+// compare every segment. Two formats: txl-conformance/1 (tests/conformance/*,
+// computed by the authors' PyTorch code) and txl-conformance-hf/1
+// (tests/conformance-hf/*, computed by Hugging Face's TransfoXLLMHeadModel);
+// each case states its convention (tests/conformance-hf/FORMAT.md).
 //
 // For each segment: hidden, nll, logprob (where the case has it) and the
 // memory of every slot after the segment, each against the case's tolerance:

@@ -23,6 +23,11 @@ void ModelFlags::add(CLI::App& cmd, bool withBatch) {
   clampLenOpt = cmd.add_option("--clamp-len", clampLen, "clamp relative positions (<= 0: no clamping)")
                     ->check(integerIn(-(std::int64_t(1) << 40), std::int64_t(1) << 40, "an integer"));
   cmd.add_flag("--same-length", sameLength, "every query attends to the same number of positions");
+  initialMemoryOpt = cmd.add_option("--initial-memory", initialMemory,
+                                    "how a stream's memory starts: zeros (mem_len zero rows per layer, as Hugging "
+                                    "Face and the authors' TensorFlow code) or empty (the authors' PyTorch code); "
+                                    "default: the model's semantics'")
+                         ->check(CLI::IsMember({"zeros", "empty"}));
   cmd.add_option("--threads", threads,
                  "OpenMP threads for the oneDNN backend (default 1: fastest for small models, and safe on a busy "
                  "machine; 0: OpenMP's default)")
@@ -53,6 +58,7 @@ ResolvedSetting ModelFlags::setting(const ModelSource& m) const {
   if (memLenOpt->count()) f.memLen = memLen;
   if (clampLenOpt->count()) f.clampLen = clampLen;
   f.sameLength = sameLength;
+  if (initialMemoryOpt->count()) f.initialMemory = frontend::parseInitialMemory(initialMemory, "--initial-memory");
   return resolveSetting(m, f);
 }
 

@@ -1,7 +1,7 @@
 // tools/model_flags.h - the flags every model-running command shares.
 //
 // MODEL (implicit in a standalone executable), --weights, --vocab, the run setting
-// (--batch, --qlen, --mem-len, --clamp-len, --same-length) and the pipeline
+// (--batch, --qlen, --mem-len, --clamp-len, --same-length, --initial-memory) and the pipeline
 // flags. open() loads the model; setting() resolves the run setting against
 // the model's own (tools/model_source.h).
 #pragma once
@@ -20,10 +20,11 @@ struct ModelFlags {
   std::string weights, vocab;
   std::int64_t batch = 1, qlen = 0, memLen = 0, clampLen = -1;
   bool sameLength = false;
+  std::string initialMemory;  // --initial-memory zeros|empty
   int threads = 1;
   PipelineFlags pipeline;
   CLI::Option *weightsOpt = nullptr, *vocabOpt = nullptr, *batchOpt = nullptr, *qlenOpt = nullptr, *memLenOpt = nullptr,
-              *clampLenOpt = nullptr;
+              *clampLenOpt = nullptr, *initialMemoryOpt = nullptr;
 
   // `withBatch`: the command accepts --batch.
   void add(CLI::App& cmd, bool withBatch = true);

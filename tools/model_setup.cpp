@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backend/onednn_executor.h"
 #include "backend/onednn_target_info.h"
 #include "backend/reference_interpreter.h"
+#include "frontend/initial_memory.h"
 #include "ir/check.h"
 
 namespace txl::tools {
@@ -94,17 +96,31 @@ std::shared_ptr<backend::CompiledModel> compileModel(const frontend::ModelSpec& 
                                                      const RunSettings& settings, const ModelOptions& options) {
   frontend::SegmentShape base = segmentShape(spec, settings);
   if (base.memLen < 0) throw Error("--mem-len: expected a non-negative integer, got " + std::to_string(base.memLen));
-  if (base.sameLength && base.memLen == 0) throw Error("--same-length needs a mem_len above 0");
+  if (base.sameLength && base.memLen == 0 && spec.semantics == frontend::Semantics::Authors)
+    throw Error("--same-length needs a mem_len above 0");
+  const frontend::InitialMemory initial = settings.initialMemory.value_or(spec.defaultInitialMemory());
   backend::ModelInfo info{spec.n_layer, spec.d_model, spec.n_token, base.memLen, settings.batch,
-                          settings.qlen.value_or(spec.tgt_len), spec.attn_type == 0 && base.memLen > 0};
+                          settings.qlen.value_or(spec.tgt_len), spec.attn_type == 0 && base.memLen > 0,
+                          initial == frontend::InitialMemory::Zeros && base.memLen > 0};
   passes::PipelineOptions pipeline = options.pipeline;
-  passes::selectedPasses(pipeline);  // validates the names now, not at the first segment
+  const auto selected = passes::selectedPasses(pipeline);  // validates the names now, not at the first segment
+  // cache-projected-memory turns every layer's slot into its keys and values.
+  const bool kvSlots = std::find(selected.begin(), selected.end(), "cache-projected-memory") != selected.end();
   const ir::TargetInfo* target = targetInfo(options.backend);
   auto factory = [spec, base, pipeline, target](const backend::SegmentKey& key) {
     return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline,
                                target);
   };
-  return std::make_shared<backend::CompiledModel>(info, std::move(weights), makeExecutor(options.backend), factory);
+  backend::InitialRowFactory initialRow;
+  if (info.fullInitialMemory) {
+    initialRow = [spec, kvSlots, w = weights](const backend::SlotLayout& slot) {
+      const bool kv = kvSlots && spec.attn_type == 0 && slot.slot < spec.n_layer;
+      return frontend::zeroMemoryRow(spec, w, slot.slot, slot.rowShape,
+                                     kv ? frontend::MemoryForm::Kv : frontend::MemoryForm::Hidden);
+    };
+  }
+  return std::make_shared<backend::CompiledModel>(info, std::move(weights), makeExecutor(options.backend), factory,
+                                                  std::move(initialRow));
 }
 
 }  // namespace txl::tools

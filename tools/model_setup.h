@@ -21,6 +21,7 @@ struct RunSettings {
   std::optional<std::int64_t> memLen;    // default: the spec's mem_len
   std::optional<std::int64_t> clampLen;  // default: the spec's clamp_len
   std::optional<bool> sameLength;        // default: the spec's same_length
+  std::optional<frontend::InitialMemory> initialMemory;  // default: the spec's semantics' (--initial-memory)
 };
 
 struct ModelOptions {

@@ -100,9 +100,11 @@ ResolvedSetting resolveSetting(const ModelSource& m, const RunFlags& flags) {
   std::int64_t batch = 1, qlen = spec.tgt_len > 0 ? spec.tgt_len : 64, memLen = spec.mem_len,
                clampLen = spec.clamp_len;
   bool sameLength = spec.same_length;
+  frontend::InitialMemory initialMemory = spec.defaultInitialMemory();
   if (m.artifact) {
     const ArtifactSetting& s = m.artifact->setting;
     batch = s.batch, qlen = s.qlen, memLen = s.memLen, clampLen = s.clampLen, sameLength = s.sameLength;
+    initialMemory = s.initialMemory;
   }
   if (flags.batch) {
     if (*flags.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(*flags.batch));
@@ -118,7 +120,10 @@ ResolvedSetting resolveSetting(const ModelSource& m, const RunFlags& flags) {
   }
   if (flags.clampLen) clampLen = *flags.clampLen;
   if (flags.sameLength) sameLength = true;
-  if (sameLength && memLen == 0) throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
+  if (flags.initialMemory) initialMemory = *flags.initialMemory;
+  if (sameLength && memLen == 0 && spec.semantics == frontend::Semantics::Authors)
+    throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
+  r.settings.initialMemory = initialMemory;
   r.settings.batch = batch;
   r.settings.memLen = memLen;
   r.settings.clampLen = clampLen;
@@ -136,7 +141,7 @@ bool replans(const ModelSource& m, const ResolvedSetting& r) {
   const ArtifactSetting& s = m.artifact->setting;
   const frontend::SegmentShape base = segmentShape(m.spec, r.settings);
   return s.batch != base.batch || s.memLen != base.memLen || s.clampLen != base.clampLen ||
-         s.sameLength != base.sameLength;
+         s.sameLength != base.sameLength || s.initialMemory != r.settings.initialMemory;
 }
 
 void noteReplanning(const ModelSource& m, const ResolvedSetting& r) {
@@ -145,9 +150,11 @@ void noteReplanning(const ModelSource& m, const ResolvedSetting& r) {
   const frontend::SegmentShape base = segmentShape(m.spec, r.settings);
   std::cerr << "txlc: note: " << m.path << " was compiled for batch " << s.batch << ", qlen " << s.qlen
             << ", mem_len " << s.memLen << ", clamp_len " << s.clampLen << ", same_length "
-            << (s.sameLength ? "true" : "false") << "; re-planning for batch " << base.batch << ", qlen " << r.qlen
-            << ", mem_len " << base.memLen << ", clamp_len " << base.clampLen << ", same_length "
-            << (base.sameLength ? "true" : "false") << " from its stored spec and pipeline" << std::endl;
+            << (s.sameLength ? "true" : "false") << ", initial memory " << frontend::initialMemoryName(s.initialMemory)
+            << "; re-planning for batch " << base.batch << ", qlen " << r.qlen << ", mem_len " << base.memLen
+            << ", clamp_len " << base.clampLen << ", same_length " << (base.sameLength ? "true" : "false")
+            << ", initial memory " << frontend::initialMemoryName(*r.settings.initialMemory)
+            << " from its stored spec and pipeline" << std::endl;
 }
 
 void checkPipelineFlags(const ModelSource& m, const PipelineFlags& flags) {
@@ -212,7 +219,8 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
     return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline,
                                targetInfo(options.backend));
   };
-  return std::make_shared<backend::CompiledModel>(plain->info(), m.weights, makeExecutor(options.backend), factory);
+  return std::make_shared<backend::CompiledModel>(plain->info(), m.weights, makeExecutor(options.backend), factory,
+                                                  plain->initialRowFactory());
 }
 
 const frontend::Vocabulary& requireVocabulary(const ModelSource& m, const std::string& what) {

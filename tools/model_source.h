@@ -62,6 +62,7 @@ ModelSource openModelSource(const std::string& path, const SourceOptions& option
 struct RunFlags {
   std::optional<std::int64_t> batch, qlen, memLen, clampLen;
   bool sameLength = false;  // --same-length given
+  std::optional<frontend::InitialMemory> initialMemory;  // --initial-memory
 };
 struct ResolvedSetting {
   RunSettings settings;
