@@ -194,9 +194,16 @@ int run(const Options& o) {
     if (o.format == "json") {
       nlohmann::json fusions = nlohmann::json::array();
       for (const auto& r : ctx.remarks) fusions.push_back({{"pass", r.pass}, {"applied", r.applied}, {"message", r.message}});
-      std::cout << nlohmann::json{{"input", statsToJson(in)}, {"optimized", statsToJson(opt)}, {"fusions", fusions}}.dump(2)
+      std::cout << nlohmann::json{{"semantics", frontend::semanticsName(spec.semantics)},
+                                  {"initial_memory", frontend::initialMemoryName(spec.defaultInitialMemory())},
+                                  {"input", statsToJson(in)},
+                                  {"optimized", statsToJson(opt)},
+                                  {"fusions", fusions}}
+                       .dump(2)
                 << std::endl;
     } else {
+      std::printf("semantics %s (initial memory %s, docs/SEMANTICS.md)\n\n", frontend::semanticsName(spec.semantics),
+                  frontend::initialMemoryName(spec.defaultInitialMemory()));
       printStatsText(in, opt, ctx.remarks);
     }
     return kExitOk;

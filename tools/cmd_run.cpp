@@ -79,7 +79,9 @@ void saveStateFile(const backend::Session& session, const ModelSource& m, const 
                               {"model_id", m.modelId},
                               {"batch", std::to_string(s.settings.batch)},
                               {"mem_len", std::to_string(s.memLen)},
-                              {"mlen", std::to_string(session.mlen())}});
+                              {"mlen", std::to_string(session.mlen())},
+                              {"semantics", frontend::semanticsName(m.spec.semantics)},
+                              {"initial_memory", frontend::initialMemoryName(*s.settings.initialMemory)}});
 }
 
 int run(const Options& o) {
@@ -98,6 +100,8 @@ int run(const Options& o) {
   if (flags.memLenOpt->count()) rf.memLen = flags.memLen;
   if (flags.clampLenOpt->count()) rf.clampLen = flags.clampLen;
   rf.sameLength = flags.sameLength;
+  if (flags.initialMemoryOpt->count())
+    rf.initialMemory = frontend::parseInitialMemory(flags.initialMemory, "--initial-memory");
   if (!rf.qlen) rf.qlen = total;  // one segment unless asked otherwise
   ResolvedSetting setting = resolveSetting(m, rf);
   const ir::TensorMap stateIn = o.stateIn.empty() ? ir::TensorMap{} : readStateFile(m, o.stateIn);
@@ -132,6 +136,8 @@ int run(const Options& o) {
     return kExitOk;
   }
   nlohmann::json j = {{"model_id", m.modelId},
+                      {"semantics", frontend::semanticsName(m.spec.semantics)},
+                      {"initial_memory", frontend::initialMemoryName(*setting.settings.initialMemory)},
                       {"batch", batch},
                       {"qlen", total},
                       {"mlen_in", mlenIn},

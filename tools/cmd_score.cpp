@@ -100,6 +100,8 @@ int run(const Options& o) {
                       {"mem_len", setting.memLen},
                       {"clamp_len", setting.settings.clampLen.value_or(-1)},
                       {"same_length", setting.settings.sameLength.value_or(false)},
+                      {"semantics", frontend::semanticsName(m.spec.semantics)},
+                      {"initial_memory", frontend::initialMemoryName(*setting.settings.initialMemory)},
                       {"dropped", r.dropped},
                       {"segments", r.segments},
                       {"seconds", seconds}};
