@@ -12,11 +12,11 @@
 // threads split (batch index, blocks of n), and each output is a sum in
 // increasing k, so keys masked to exact zeros in front (a padded warm-up
 // plan) leave the result bit for bit what the unpadded plan computes.
-// Measured, enwik8 qlen 1 at 2 threads, per layer: BD 0.21 → 0.18 ms
-// (oneDNN: brg:avx512_core), p · V 0.13 → 0.10 ms (gemm:jit, strided V).
+// Both beat oneDNN's one-row products on these operands (brg:avx512_core for
+// BD, gemm:jit on the strided V): `txlc bench bench/enwik8_base.json
+// --random-weights --prefill --qlen 1 --profile`; figures in docs/LOG.md.
 // AC, whose Kᵀ has unit stride along k, stays on oneDNN: a dot product per
-// key needs a horizontal sum each, and was 2x slower than gemm:jit written
-// plainly.
+// key needs a horizontal sum each, which does not beat gemm:jit.
 //
 //   GemvLayout l{batch, k, n, aOffsets, bOffsets, cOffsets, aK, bK};
 //   if (gemvSupports(l)) kernels::gemv(a, b, c, l, threads);  // c[i, n] = Σ_k a[i, k] · B[i, k, n]

@@ -13,9 +13,10 @@ namespace {
 // The own kernel (rel_attention.h) takes D <= 64. At a few query rows the
 // unfused lowering is faster: its matmuls read k and v in place through
 // strided views (onednn_executor.cpp) and p · V runs on txl:gemv, where the
-// kernel transposes every key block for one row (enwik8, 1 thread, ms per
-// step fused / unfused: qlen 1 17.1 / 13.6, qlen 4 20.1 / 17.0, qlen 8
-// 24.9 / 29.8, qlen 16 32.5 / 35.7).
+// kernel transposes every key block for one row. The threshold
+// (kMaxRowsForStridedMatMulOperand) rests on `txlc bench
+// bench/enwik8_base.json --random-weights --prefill --qlen Q --profile` for
+// Q = 1, 4, 8, 16 with and without --disable-pass fuse-attention (docs/LOG.md).
 std::optional<std::string> relAttentionSlowPath(const ir::Graph& g, ir::Node n) {
   const ir::Shape& q = g.type(n).shape;
   if (!kernels::relAttentionSupports({q[1], q[2], q[0], g.type(g.operand(n, 2)).shape[0], q[3]}))

@@ -5,15 +5,16 @@
 //
 // Why: the unfused lowering (AC and BD as oneDNN matmuls into [H, q, k]
 // score buffers, a rel-shift / mask / softmax pass, P·V, head-major copies
-// of K and V) costs ~2.9 ms per layer at enwik8's shape; here the scores
-// live in registers and nothing of [q, k] size is written.
+// of K and V) writes and reads every score and a copy of every key and
+// value; here the scores live in registers and nothing of [q, k] size is
+// written.
 //
 // Algorithm:
 //   1. Once per call (the mask is shared by every batch and head), per query
 //      row: the first and last unmasked key (a scan of mask and pad from
 //      each end) and whether the mask is 0 between them (a band: causal and
 //      same-length masks; softmax then takes the lanes from the range and
-//      pad and never reads the mask: 8 heads read it 8 times before).
+//      pad and never reads the mask, which every head would read again).
 //      Then tasks = (batch, head, block of <= 128 queries), on the OpenMP
 //      team; per task row the running max m, sum l and output O.
 //   2. Key blocks of 64 keys anchored at the last key: block t covers
@@ -27,12 +28,12 @@
 //      in two passes over the groups: scores and softmax of every group into
 //      P[rows][64], then every group's P V, so that each pass's operands
 //      (Kt 16 KiB + rt's window ~24 KiB; Vb 16 KiB) stay in the 48 KiB L1,
-//      which all three together overflowed:
+//      which all three together would overflow:
 //      the MR x 64 scores in 16 zmm: BD first, as one MR x 80 window product
 //      (5 rt loads per c shared by the rows, lanes outside rt masked, row r
 //      then shifted by MR - 1 - r lanes with permutes; the rows' few lanes
-//      of the 5th vector packed into one accumulator: 4 MR + 1 FMAs per c,
-//      where per-row unaligned rt loads made it load-bound), then AC
+//      of the 5th vector packed into one accumulator: 4 MR + 1 FMAs per c;
+//      per-row unaligned rt loads would make it load-bound), then AC
 //      into the same registers (broadcast qu, Kt rows); scale; mask and pad
 //      to -inf; online softmax; then O = alpha O + P V over the keys the
 //      group uses (Vb rows, NV = ceil(d / 16) zmm per row), in the second pass.
@@ -43,20 +44,10 @@
 // warm-up plan) give the unpadded result bit for bit; P V never touches a
 // key before a row group's first unmasked key, so their V may hold NaN.
 //
-// Measured (Zen 5, 2 cores; `OMP_NUM_THREADS=T txl_backend_tests "[.bench]"`,
-// GFLOP/s counting 6·q·k·d·H): enwik8 (1x8, q 80, k 2180, d 64) 2.26-2.37 ms
-// per call at 2 threads (best 2.10, 255 GFLOP/s), 4.7-5.0 ms at 1; WT103
-// (1x10, 64, 704, 41) 0.50 ms at 2 threads; small (8x4, 128, 256, 64) 1.10-
-// 1.16 ms. In the enwik8 pipeline (keys and values cold, from DRAM): 2.1-2.5
-// ms per layer, against 3.1 for the unfused matmuls, permutes and rel_scores;
-// 1.9 after the in-loop prefetch and band masks (session 7: 12 layers' cold
-// K, V and rt in one process, old and new kernel alternately: 2.27-2.34 ->
-// 1.92-1.95 ms at 2 threads, 4.31 -> 3.80 at 1).
-// Where the time goes (skipping one part at a time, session 7, 2 threads):
-// BD ~27%, AC ~17%, P V ~19%, fetching K and V ~17% before the in-loop
-// prefetch (the transposes' shuffles themselves ~1%). Each step above was
-// kept on an A/B in one process (outputs bit-identical); what was tried and
-// dropped is in docs/PERFORMANCE.md (sessions 5 to 7).
+// Timing: `OMP_NUM_THREADS=T build/tests/backend/txl_backend_tests "[.bench]"`
+// runs the kernel alone on the three benchmark shapes (enwik8, WT103,
+// small); `txlc bench ... --profile` shows it inside a segment. The figures,
+// and the forms measured and not kept, are in docs/LOG.md.
 #include "backend/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
@@ -321,10 +312,10 @@ TXL_AVX512 void transposeKeys(const HeadView& hv, I d, I j0, LaneRange lanes, fl
 
 // vb[n][0 .. 16 NV) = V[j0 + n][0 .. d), zero beyond d, for the keys of lanes
 // [lanes.lo, lanes.hi): P V then reads 16 KiB of L1, aligned and unmasked.
-// In place, V rows a multiple of 4 KiB apart (enwik8: 4 KiB) fall into the
-// same few L1 sets, so each row group re-fetched them from L2 (P V ran at
-// ~60% of the AC loop's FMA rate; with vb, at about the same rate).
-// Loads of 4 rows before their stores: one load, one store each was slower.
+// Read in place, V rows a multiple of 4 KiB apart (enwik8: 4 KiB) fall into
+// the same few L1 sets, so each row group would re-fetch them from L2 and
+// P V would fall well below the AC loop's FMA rate; with vb it runs at
+// about that rate. The 4 rows' loads are issued before their stores.
 TXL_AVX512 void copyValues(const HeadView& hv, I d, I j0, LaneRange lanes, float* vb) {
   __mmask16 cols[4];
   for (int v = 0; v < 4; ++v) cols[v] = laneMask(0, d - 16 * v);
@@ -377,8 +368,7 @@ NextRows nextShare(I k, I jn, I g, I G) {
 
 // Inside BD's loop over c: at every 16th c one K row and one V row of the
 // group's share of the next block. Spread through the FMAs, the misses
-// overlap them; issued in one burst per group (the first form) they
-// stalled it: the kernel was ~10% slower (enwik8, in-process A/B).
+// overlap them; issued in one burst per group they would stall it.
 TXL_AVX512_INLINE void prefetchInLoop(const BlockView& bv, I c) {
   if ((c & 15) != 0 || (c >> 4) >= bv.next.count) return;
   const HeadView& hv = *bv.hv;
@@ -654,8 +644,9 @@ TXL_AVX512 bool maskIsZero(const float* row, I first, I end) {
   return nonzero == 0;
 }
 
-// unmaskedKeys, 16 keys a step (the scalar scan cost ~4% of a call at the
-// small shape): the first unmasked key from the front, the last from the back.
+// unmaskedKeys, 16 keys a step (a scalar scan is a visible share of a call
+// at the small shape): the first unmasked key from the front, the last from
+// the back.
 TXL_AVX512 KeyRange unmaskedKeysAvx512(const RelAttentionArgs& a, I i) {
   const I k = a.shape.k;
   I first = 0;

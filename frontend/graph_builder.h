@@ -2,7 +2,7 @@
 //
 // buildSegmentGraph() writes the reference's computation op for op
 // (kimiyoung/transformer-xl, pytorch/mem_transformer.py, eval mode; see
-// docs/GRAPH.md and tests/conformance/SEMANTICS.md): adaptive embedding,
+// tests/conformance/SEMANTICS.md): adaptive embedding,
 // relative position table, r_net, the u/v bias adds as separate ops, the
 // reference's pad-reshape-slice rel-shift, mask, softmax, feed-forward, the
 // memory update and the (adaptive) log-softmax. Passes are judged against it.

@@ -4,10 +4,9 @@
 // Why: attention reads each remembered key and value row (a 4 KiB row per
 // position at enwik8's width) once per head, and the position tables and
 // packed weights are streamed every segment: on 4 KiB pages that is a TLB
-// miss per row. Measured at 2 threads in interleaved pairs (docs/PERFORMANCE.md,
-// session 6), avg ms per segment on 2 MiB pages against 4 KiB ones: enwik8
-// qlen 80 48.6/44.8/59.8 against 55.7/62.5/63.2, WT103 with NLL
-// 87.4/87.8/90.1 against 101.0/110.5/107.2.
+// miss per row. TXL_HUGE_PAGES=0 (below) is the A/B switch: `txlc bench
+// bench/enwik8_base.json --random-weights --prefill --threads 2` with and
+// without it (figures in docs/LOG.md).
 //
 // A buffer of at least kHugePageBytes is mapped anonymously at a 2 MiB
 // boundary and advised MADV_HUGEPAGE (honoured when the system's THP mode is

@@ -1,5 +1,5 @@
 // tests/bench/no_ref_test.cpp - no step of the benchmark specs' plans runs a
-// `ref` oneDNN implementation (DESIGN.md: ~480x slower; a bug to lower so).
+// `ref` oneDNN implementation (hundreds of times slower; a bug to lower so).
 //
 // The plans are built at a reduced mem_len (the same shape classes: qlen and
 // batch as benchmarked, a memory longer than the segment, qlen 1 against a
