@@ -47,6 +47,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "frontend/pickle.h"
@@ -386,6 +387,7 @@ const pickle::Policy& torchPolicyBase() {
         {"torch._utils._rebuild_tensor_v2", R::Call},
         {"torch._utils._rebuild_parameter", R::Call},
         {"torch._utils._rebuild_parameter_with_state", R::Call},
+        {"torch.nn.parameter.Parameter", R::Call},  // torch 0.4's Parameter.__reduce_ex__: (Parameter, (data, requires_grad))
         {"mem_transformer.*", R::Class},
         {"proj_adaptive_softmax.*", R::Class},
         {"utils.proj_adaptive_softmax.*", R::Class},
@@ -545,7 +547,8 @@ View Reader::viewOf(const Value* v, const std::string& name, int depth) {
   if (v->kind != Kind::Object || !v->reduced)
     fail(where + ": expected a tensor (torch._utils._rebuild_tensor_v2), got " + pickle::describe(v));
   const Value* args = v->args;
-  if (v->cls == "torch._utils._rebuild_parameter" || v->cls == "torch._utils._rebuild_parameter_with_state") {
+  if (v->cls == "torch._utils._rebuild_parameter" || v->cls == "torch._utils._rebuild_parameter_with_state" ||
+      v->cls == "torch.nn.parameter.Parameter") {
     if (depth > 0 || args->items.empty()) fail(where + ": expected a parameter holding a tensor, got " + pickle::describe(v));
     View view = viewOf(args->items[0], name, depth + 1);
     view.identity = v;
@@ -785,6 +788,29 @@ float halfToFloat(std::uint16_t h) {
   return std::bit_cast<float>(bits);
 }
 
+// n elements of dtype `dt` at src, src + stride, ... (in elements) to f32.
+void widen(std::string_view dt, const std::byte* src, std::uint64_t stride, float* dst, std::uint64_t n) {
+  if (dt == "F32") {
+    if (stride == 1) {
+      std::memcpy(dst, src, n * 4);
+      return;
+    }
+    for (std::uint64_t i = 0; i < n; ++i) std::memcpy(dst + i, src + i * stride * 4, 4);
+  } else if (dt == "F16") {
+    for (std::uint64_t i = 0; i < n; ++i) dst[i] = halfToFloat(static_cast<std::uint16_t>(le(src + i * stride * 2, 2)));
+  } else if (dt == "BF16") {
+    for (std::uint64_t i = 0; i < n; ++i)
+      dst[i] = std::bit_cast<float>(static_cast<std::uint32_t>(le(src + i * stride * 2, 2)) << 16);
+  } else {
+    TXL_CHECK(dt == "F64", "widen: unexpected dtype");
+    for (std::uint64_t i = 0; i < n; ++i) {
+      double d;
+      std::memcpy(&d, src + i * stride * 8, 8);
+      dst[i] = static_cast<float>(d);
+    }
+  }
+}
+
 void Reader::materialize() {
   // Checks and ties first, so that nothing is allocated for a file that is refused.
   struct Plan {
@@ -869,7 +895,7 @@ void Reader::materialize() {
     }
     const std::size_t esize = s.kind->size;
     const std::byte* base = s.data.data();
-    const std::string dt = s.kind->dtype;
+    const std::string_view dt = s.kind->dtype;
     if (dt == "F32" && img_.mapped && isContiguous(v) &&
         reinterpret_cast<std::uintptr_t>(base + v.offset * 4) % alignof(float) == 0) {
       t.tensor = ir::Tensor::fileView(type, base + v.offset * 4, img_.owner);
@@ -878,32 +904,24 @@ void Reader::materialize() {
     }
     t.tensor = ir::Tensor::zeros(type);
     float* dst = t.tensor.data<float>();
-    const std::size_t rank = v.sizes.size();
-    std::vector<std::int64_t> index(rank, 0);
-    std::uint64_t src = v.offset;
-    for (std::uint64_t n = 0; n < plans[k].numel; ++n) {
-      const std::byte* p = base + src * esize;
-      float f;
-      if (dt == "F32") {
-        std::memcpy(&f, p, 4);
-      } else if (dt == "F16") {
-        f = halfToFloat(static_cast<std::uint16_t>(le(p, 2)));
-      } else if (dt == "BF16") {
-        f = std::bit_cast<float>(static_cast<std::uint32_t>(le(p, 2)) << 16);
-      } else {
-        double d;
-        std::memcpy(&d, p, 8);
-        f = static_cast<float>(d);
-      }
-      dst[n] = f;
-      // Odometer over the view's index, innermost dimension fastest.
-      for (std::size_t d = rank; d-- > 0;) {
-        if (++index[d] < v.sizes[d]) {
-          src += v.strides[d];
-          break;
+    if (isContiguous(v)) {
+      widen(dt, base + v.offset * esize, 1, dst, plans[k].numel);
+    } else {
+      // Odometer over all but the innermost dimension; each innermost row is one strided run.
+      const std::size_t rank = v.sizes.size();
+      const auto inner = static_cast<std::uint64_t>(v.sizes[rank - 1]);
+      std::vector<std::int64_t> index(rank, 0);
+      std::uint64_t src = v.offset;
+      for (std::uint64_t n = 0; n < plans[k].numel; n += inner) {
+        widen(dt, base + src * esize, v.strides[rank - 1], dst + n, inner);
+        for (std::size_t d = rank - 1; d-- > 0;) {
+          if (++index[d] < v.sizes[d]) {
+            src += v.strides[d];
+            break;
+          }
+          src -= v.strides[d] * static_cast<std::uint64_t>(v.sizes[d] - 1);
+          index[d] = 0;
         }
-        src -= v.strides[d] * static_cast<std::uint64_t>(v.sizes[d] - 1);
-        index[d] = 0;
       }
     }
     out_.tensors.push_back(std::move(t));

@@ -318,6 +318,21 @@ TEST_CASE("torch checkpoint: views honour offsets and strides; bad views are ref
   REQUIRE(t.tensors[0].tensor.shape() == txl::ir::Shape{2, 3});
   const float* v = t.tensors[0].tensor.data<float>();
   CHECK(std::vector<float>(v, v + 6) == std::vector<float>{2, 4, 6, 3, 5, 7});
+  // A permuted rank-3 view, F16: element (a, b, c) is storage[a + 4b + 12c].
+  std::vector<std::byte> halves(48);
+  for (int i = 0; i < 24; ++i) {
+    const float f = static_cast<float>(i);  // small integers are exact in F16: sign 0, exponent, mantissa
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    const std::uint16_t h = i == 0 ? 0 : static_cast<std::uint16_t>((((bits >> 23) & 0xff) - 127 + 15) << 10 | ((bits >> 13) & 0x3ff));
+    halves[2 * i] = static_cast<std::byte>(h & 0xff);
+    halves[2 * i + 1] = static_cast<std::byte>(h >> 8);
+  }
+  TorchCheckpoint r3 = readTorchCheckpoint(archive(oneTensor("w", "HalfStorage", 24, 0, {4, 3, 2}, {1, 4, 12}), {{"0", halves}}), "t.bin");
+  const float* p3 = r3.tensors[0].tensor.data<float>();
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 2; ++c) CHECK(p3[a * 6 + b * 2 + c] == static_cast<float>(a + 4 * b + 12 * c));
   // Stride 0 (an expanded view) repeats.
   TorchCheckpoint e = readTorchCheckpoint(archive(oneTensor("w", "FloatStorage", 8, 5, {3}, {0}), {{"0", data}}), "t.bin");
   CHECK(std::vector<float>(e.tensors[0].tensor.data<float>(), e.tensors[0].tensor.data<float>() + 3) ==
