@@ -66,6 +66,7 @@ namespace {
 constexpr std::uint64_t kHardCapBytes = std::uint64_t{64} << 30;  // f32 output of one checkpoint
 constexpr std::size_t kMaxRank = 16;
 constexpr std::size_t kMaxModuleDepth = 64;
+constexpr std::size_t kMaxModuleVisits = 1u << 16;
 
 std::string inQuotes(const std::string& s) { return "\"" + oneLine(s) + "\""; }
 
@@ -480,6 +481,7 @@ class Reader {
   pickle::Pickle object_;
   std::optional<ZipReader> zip_;
   std::string top_;
+  std::size_t moduleVisits_ = 0;
 };
 
 pickle::Policy Reader::policy(bool legacy) {
@@ -593,7 +595,11 @@ void Reader::collectStateDict(const Value* root) {
   }
 }
 
-std::optional<json> plainJson(const Value* v, int depth) {
+// `budget` counts the values visited: the memo can make a small pickle a
+// huge tree (a list of a thousand references to a list of a thousand ...).
+std::optional<json> plainJson(const Value* v, int depth, std::size_t& budget) {
+  if (budget == 0) return std::nullopt;
+  --budget;
   switch (v->kind) {
     case Kind::None: return json(nullptr);
     case Kind::Bool: return json(v->b);
@@ -616,7 +622,7 @@ std::optional<json> plainJson(const Value* v, int depth) {
       if (depth >= 8) return std::nullopt;
       json a = json::array();
       for (const Value* item : v->items) {
-        auto j = plainJson(item, depth + 1);
+        auto j = plainJson(item, depth + 1, budget);
         if (!j) return std::nullopt;
         a.push_back(std::move(*j));
       }
@@ -632,6 +638,10 @@ void Reader::walkModule(const Value* module, const std::string& path, std::size_
   if (depth > kMaxModuleDepth)
     fail(pickleName_ + ": " + label + ": modules nested deeper than " + std::to_string(kMaxModuleDepth));
   if (!onPath.insert(module).second) fail(pickleName_ + ": " + label + ": a module that contains itself");
+  // A module may be reached along two paths (shared, as state_dict() lists it
+  // twice); the memo can make that exponential, so the visits are counted.
+  if (++moduleVisits_ > kMaxModuleVisits)
+    fail(pickleName_ + ": " + label + ": more than " + std::to_string(kMaxModuleVisits) + " modules in the walk");
   const Value* state = module->state;
   if (!state || state->kind != Kind::Dict)
     fail(pickleName_ + ": " + label + " (" + oneLine(module->cls) + "): expected its __dict__ (BUILD state), got " +
@@ -640,7 +650,8 @@ void Reader::walkModule(const Value* module, const std::string& path, std::size_
   json attributes = json::object();
   for (const auto& [k, v] : state->entries) {
     if (k->kind != Kind::String || k->s.empty() || k->s[0] == '_') continue;
-    if (auto j = plainJson(v, 0)) attributes[k->s] = std::move(*j);
+    std::size_t budget = 4096;  // values per attribute
+    if (auto j = plainJson(v, 0, budget)) attributes[k->s] = std::move(*j);
   }
   out_.moduleAttributes[path] = std::move(attributes);
   const std::string prefix = path.empty() ? "" : path + ".";

@@ -402,6 +402,33 @@ TEST_CASE("torch checkpoint: state dicts whose entries are not what a state dict
   cycle.proto(2).global("mem_transformer", "MemTransformerLM").tuple(0).op(0x81).put(0);
   cycle.emptyDict().mark().str("_modules").orderedDict().mark().str("me").get(0).setItems().setItems().op('b').stop();
   CHECK_THAT(errorOfImage(archive(cycle, {})), Catch::Contains("module \"me\": a module that contains itself"));
+  // A module shared along a thousand paths, three levels down: the walk is counted, not run to the end.
+  PickleBytes shared3;
+  shared3.proto(2);
+  for (int level = 0; level < 3; ++level) {
+    shared3.global("torch.nn.modules.container", "ModuleList").tuple(0).op(0x81).emptyDict().mark().str("_modules");
+    shared3.orderedDict().mark();
+    if (level > 0)
+      for (int i = 0; i < 1000; ++i) shared3.str(std::to_string(i)).get(level - 1);
+    shared3.setItems().setItems().op('b').put(level);
+    if (level < 2) shared3.op('0');
+  }
+  shared3.stop();
+  CHECK_THAT(errorOfImage(archive(shared3, {})), Catch::Contains("more than 65536 modules in the walk"));
+  // The same shape as an attribute: too big to keep, so left out (a bounded walk).
+  PickleBytes laughs;
+  laughs.proto(2).global("torch.nn.modules.container", "ModuleList").tuple(0).op(0x81).emptyDict().mark();
+  laughs.op(']').put(0);
+  for (int level = 1; level < 4; ++level) {
+    laughs.op(']').mark();
+    for (int i = 0; i < 1000; ++i) laughs.get(level - 1);
+    laughs.op('e').put(level);
+  }
+  for (int level = 0; level < 4; ++level) laughs.op('0');  // the lists are in the memo only
+  laughs.str("small").integer(1).str("huge").get(3).setItems().op('b').stop();
+  TorchCheckpoint bomb = readTorchCheckpoint(archive(laughs, {}), "t.bin");
+  CHECK(bomb.moduleAttributes.at("").contains("small"));
+  CHECK_FALSE(bomb.moduleAttributes.at("").contains("huge"));
 }
 
 TEST_CASE("torch checkpoint: every prefix of small fixtures is refused cleanly", "[checkpoint]") {
