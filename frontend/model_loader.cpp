@@ -9,7 +9,9 @@
 #include <system_error>
 #include <vector>
 
+#include "frontend/checkpoint_model.h"
 #include "frontend/safetensors.h"
+#include "frontend/torch_checkpoint.h"
 #include "ir/check.h"
 
 namespace txl::frontend {
@@ -71,8 +73,8 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
     m.dir = modelPath;
     const fs::path config = dir / "config.json";
     if (!isFile(config))
-      throw Error(modelPath + ": no config.json (a model directory holds config.json, one *.safetensors file and "
-                              "optionally vocab.json or vocab.txt)");
+      throw Error(modelPath + ": no config.json (a model directory holds config.json, one *.safetensors file or a "
+                              "PyTorch checkpoint, and optionally vocab.json, vocab.txt or vocab.pkl)");
     m.spec = loadModelSpec(config.string());
     if (isFile(dir / "model.safetensors.index.json"))
       throw Error(modelPath + ": sharded checkpoints (model.safetensors.index.json) are not supported; merge the "
@@ -82,12 +84,16 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
       throw Error(modelPath + ": both vocab.json and vocab.txt; expected at most one vocabulary file");
     if (json) m.vocabPath = (dir / "vocab.json").string();
     if (txt) m.vocabPath = (dir / "vocab.txt").string();
+    // Hugging Face's pickled vocabulary, read without running pickle code.
+    if (!json && !txt && isFile(dir / "vocab.pkl")) m.vocabPath = (dir / "vocab.pkl").string();
     if (weightsPath) {
       weights = *weightsPath;
     } else if (!options.randomWeights) {
       auto found = safetensorsIn(dir);
-      if (found.empty())
-        throw Error(modelPath + ": no *.safetensors file (pass --weights FILE, or --random-weights)");
+      if (found.empty()) found.push_back(checkpointFileIn(dir));  // a PyTorch checkpoint, or nothing
+      if (found.front().empty())
+        throw Error(modelPath + ": no *.safetensors file and no PyTorch checkpoint (pytorch_model.bin); pass "
+                                "--weights FILE, or --random-weights");
       if (found.size() > 1) {
         std::string list;
         for (const auto& f : found) list += (list.empty() ? "" : ", ") + fs::path(f).filename().string();
@@ -117,9 +123,19 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
     m.weights = randomWeights(m.spec, options.seed);
   } else {
     if (fs::is_directory(weights, ec))
-      throw Error(weights + ": is a directory; --weights expects a safetensors file");
-    SafetensorsFile file = SafetensorsFile::open(weights);
-    m.weights = bindWeights(m.spec, file, options.bind);
+      throw Error(weights + ": is a directory; --weights expects a safetensors file or a PyTorch checkpoint");
+    if (isTorchCheckpointFile(weights)) {
+      // Read in full (tied duplicates dropped, half precision widened), then
+      // bound like a safetensors file of the same tensors.
+      CheckpointModel ckpt;
+      ckpt.source = weights;
+      for (const CheckpointTensor& t : readTorchCheckpoint(weights).tensors)
+        if (t.tiedTo.empty()) ckpt.tensors.emplace_back(t.name, t.tensor);
+      m.weights = bindWeights(m.spec, asSafetensors(ckpt), options.bind);
+    } else {
+      SafetensorsFile file = SafetensorsFile::open(weights);
+      m.weights = bindWeights(m.spec, file, options.bind);
+    }
     m.weightsPath = weights;
   }
   return m;

@@ -3,9 +3,12 @@
 // MODEL is either
 //   - a spec file (reference names or a Hugging Face config); the weights come
 //     from `--weights FILE` (required unless random weights are asked for), or
-//   - a directory holding config.json, exactly one *.safetensors file and
-//     optionally a vocabulary (vocab.json or vocab.txt); `--weights` overrides
-//     the directory's safetensors file.
+//   - a directory holding config.json, exactly one *.safetensors file (or, with
+//     none, a PyTorch checkpoint: pytorch_model.bin or one *.bin / *.pt file,
+//     read by frontend/torch_checkpoint.h without running pickle code) and
+//     optionally a vocabulary (vocab.json, vocab.txt, or Hugging Face's
+//     vocab.pkl); `--weights` overrides the directory's weights file, and may
+//     itself be a PyTorch checkpoint.
 // Every mistake is one txl::Error line naming the path.
 //
 //   LoadedModel m = loadModel("models/kjv-char", std::nullopt, {});

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "frontend/model_spec.h"
+#include "frontend/torch_checkpoint.h"
 #include "ir/check.h"
 
 namespace txl::frontend {
@@ -70,6 +71,10 @@ std::size_t decodeUtf8(std::string_view s, std::size_t pos, std::uint32_t& cp) {
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {
+  // Hugging Face's vocab.pkl: a pickle (or torch.save) of the tokenizer's
+  // fields, interpreted without running it; its symbols are a word list.
+  if (std::filesystem::path(path).extension() == ".pkl")
+    return fromSymbols(VocabKind::Word, readVocabularyPickle(path), path);
   std::string text = readFile(path);
   if (std::filesystem::path(path).extension() == ".json") return fromJson(parseJsonText(text, path), path);
   // One symbol per line: the first whitespace-separated field (the reference's

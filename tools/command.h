@@ -22,6 +22,7 @@ void registerCompile(CLI::App& app, Action& action);
 void registerScore(CLI::App& app, Action& action);
 void registerGenerate(CLI::App& app, Action& action);
 void registerRun(CLI::App& app, Action& action);
+void registerImport(CLI::App& app, Action& action);  // cmd_import.cpp
 
 // Options every command that builds graphs shares: --backend, --passes,
 // --disable-pass, --print-after-all, --print-after, --time-passes.

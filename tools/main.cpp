@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   registerScore(app, action);
   registerGenerate(app, action);
   registerRun(app, action);
+  if (!embeddedArtifact()) registerImport(app, action);
   // An unknown command is named as such: CLI11 would only say that a
   // subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {

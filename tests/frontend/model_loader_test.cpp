@@ -94,7 +94,7 @@ TEST_CASE("model input mistakes: one clear line each", "[loader][errors]") {
         "--weights " + tinyWeights + " and --random-weights exclude each other; give one");
   CHECK(loadError(tinyWeights, std::nullopt) ==
         tinyWeights + ": expected a spec JSON file or a model directory as MODEL; pass weights with --weights FILE");
-  CHECK(loadError(spec.string(), d) == d + ": is a directory; --weights expects a safetensors file");
+  CHECK(loadError(spec.string(), d) == d + ": is a directory; --weights expects a safetensors file or a PyTorch checkpoint");
   CHECK(loadError(spec.string(), d + "/w.safetensors") == d + "/w.safetensors: cannot open: No such file or directory");
   // Weights of another model.
   const std::string other = (kConformance / "wide" / "weights.safetensors").string();
@@ -103,9 +103,11 @@ TEST_CASE("model input mistakes: one clear line each", "[loader][errors]") {
 
   // Directory forms.
   CHECK(loadError(d, std::nullopt) == d + ": no config.json (a model directory holds config.json, one *.safetensors "
-                                          "file and optionally vocab.json or vocab.txt)");
+                                          "file or a PyTorch checkpoint, and optionally vocab.json, vocab.txt or "
+                                          "vocab.pkl)");
   fs::copy_file(spec, dir.path / "config.json");
-  CHECK(loadError(d, std::nullopt) == d + ": no *.safetensors file (pass --weights FILE, or --random-weights)");
+  CHECK(loadError(d, std::nullopt) == d + ": no *.safetensors file and no PyTorch checkpoint (pytorch_model.bin); "
+                                          "pass --weights FILE, or --random-weights");
   CHECK(loadError(d, std::nullopt, random) == "(no error)");
   CHECK(loadError(d, tinyWeights) == "(no error)");
   fs::copy_file(tinyWeights, dir.path / "a.safetensors");

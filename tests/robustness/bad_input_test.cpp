@@ -163,6 +163,9 @@ std::vector<Row> rows(const std::string& dir) {
   };
   const std::string e = "txlc: error: ";
   using V = std::vector<std::string>;
+  auto hostile = [](const std::string& name) { return readFile(kTests + "/data/checkpoints/hostile/" + name); };
+  // Imports to out.txla, which every row checks was not created.
+  auto importArgs = [](const std::string& file) { return V{"import", file, "--spec", "spec.json", "-o", "out.txla"}; };
   return {
       // Specs.
       {"spec-syntax", {{"bad.json", "{\"n_token\": 97,, }"}}, compileSpec("bad.json"), 3,
@@ -291,16 +294,35 @@ std::vector<Row> rows(const std::string& dir) {
       {"artifact-not", {{"bad.txla", "hello"}}, V{"run", "bad.txla", "--tokens", "1"}, 3,
        e + "bad.txla: line 1 column 1: syntax error while parsing value - invalid literal; last read: 'h'"},
       {"model-dir-no-config", {}, V{"run", kTests + "/conformance/nomem", "--tokens", "1"}, 3,
-       e + "…/conformance/nomem: no config.json (a model directory holds config.json, one *.safetensors file and "
-           "optionally vocab.json or vocab.txt)"},
+       e + "…/conformance/nomem: no config.json (a model directory holds config.json, one *.safetensors file or a "
+           "PyTorch checkpoint, and optionally vocab.json, vocab.txt or vocab.pkl)"},
       {"state-other-model", {}, V{"run", "r.txla", "--tokens", "1 2", "--qlen", "6", "--state-in", "s.safetensors"}, 3,
        e + "s.safetensors: a state for model …, this model (r.txla) is …"},
       {"state-not-state", {}, V{"run", "t.txla", "--tokens", "1 2", "--qlen", "6", "--state-in", "w.safetensors"}, 3,
        e + "w.safetensors: __metadata__/format: missing; expected a txlc state file"},
+      // PyTorch checkpoints (the hostile fixtures, tests/data/checkpoints/hostile/).
+      {"ckpt-global", {{"reduce_os_system.bin", hostile("reduce_os_system.bin")}}, importArgs("reduce_os_system.bin"), 3,
+       e + "reduce_os_system.bin: reduce_os_system/data.pkl: offset 199: global os.system is not allowed (a checkpoint "
+           "may only name collections.OrderedDict, torch._utils._rebuild_tensor_v2, torch._utils._rebuild_parameter, "
+           "torch.<Kind>Storage, builtins.set and the module classes of a MemTransformerLM)"},
+      {"ckpt-truncated", {{"truncated_storage.bin", hostile("truncated_storage.bin")}}, importArgs("truncated_storage.bin"),
+       3,
+       e + "truncated_storage.bin: tensor \"transformer.word_emb.emb_layers.0.weight\": storage \"0\" (zip entry "
+           "\"truncated_storage/data/0\") has 6144 bytes; its 3072 F32 elements need 12288"},
+      {"ckpt-offset", {{"offset_past_end.bin", hostile("offset_past_end.bin")}}, importArgs("offset_past_end.bin"), 3,
+       e + "offset_past_end.bin: tensor \"transformer.layers.0.dec_attn.o_net.weight\": storage offset 4096 is past "
+           "storage \"0\"'s 1024 elements"},
+      {"ckpt-int64", {{"dtype_int64.bin", hostile("dtype_int64.bin")}}, importArgs("dtype_int64.bin"), 3,
+       e + "dtype_int64.bin: tensor \"transformer.layers.0.pos_ff.CoreNet.0.weight\": storage \"8\" is int64 "
+           "(torch.LongStorage); a weight must be a float type (F32, F16, BF16 or F64), integers are never reinterpreted"},
+      {"ckpt-state-dict-no-spec", {{"state_dict.pt", readFile(kTests + "/data/checkpoints/authors_model/state_dict.pt")}},
+       V{"import", "state_dict.pt", "-o", "out.txla"}, 3,
+       e + "state_dict.pt: a state dict carries no hyperparameters; pass --spec SPEC (a Hugging Face config.json or a "
+           "reference-style spec), or put config.json beside it"},
       // Command-line mistakes.
       {"cli-no-command", {}, V{}, 2, e + "A subcommand is required (run 'txlc --help')"},
       {"cli-unknown-command", {}, V{"frob"}, 2,
-       e + "unknown command 'frob'; expected one of: bench, conformance, compile, inspect, score, generate, run (run "
+       e + "unknown command 'frob'; expected one of: bench, conformance, compile, inspect, score, generate, run, import (run "
            "'txlc --help')"},
       {"cli-unknown-flag", {}, V{"run", "t.txla", "--tokens", "1", "--bogus"}, 2,
        e + "The following argument was not expected: --bogus (run 'txlc --help')"},

@@ -1,0 +1,215 @@
+// frontend/checkpoint_model.cpp - readCheckpointModel(), writeImportedModel().
+#include "frontend/checkpoint_model.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <system_error>
+
+#include "frontend/atomic_file.h"
+#include "frontend/torch_checkpoint.h"
+#include "ir/check.h"
+
+namespace txl::frontend {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool isFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+std::string readText(const std::string& path, std::size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(path + ": cannot read");
+  std::string text = ss.str();
+  if (text.size() > limit)
+    throw Error(path + ": " + std::to_string(text.size()) + " bytes; expected at most " + std::to_string(limit));
+  return text;
+}
+
+// A symbol vocab.txt can hold: one whitespace-free field per line.
+void checkSymbol(const std::string& s, std::size_t id, const std::string& source) {
+  if (s.empty()) throw Error(source + ": symbol " + std::to_string(id) + " is empty; vocab.txt cannot hold it");
+  for (char c : s)
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f')
+      throw Error(source + ": symbol " + std::to_string(id) +
+                  " contains whitespace; vocab.txt (one symbol per line) cannot hold it");
+}
+
+std::vector<std::string> readVocabularyFile(const std::string& path) {
+  if (fs::path(path).extension() == ".pkl") return readVocabularyPickle(path);
+  std::vector<std::string> symbols;
+  std::istringstream lines(readText(path, std::size_t{256} << 20));
+  for (std::string line; std::getline(lines, line);) {
+    const auto b = line.find_first_not_of(" \t\r\v\f");
+    if (b == std::string::npos)
+      throw Error(path + ": line " + std::to_string(symbols.size() + 1) + ": expected a symbol, got an empty line");
+    symbols.push_back(line.substr(b, line.find_first_of(" \t\r\v\f", b) - b));
+  }
+  return symbols;
+}
+
+void writeWhole(const std::string& path, const std::string& text) {
+  AtomicFile f(path, 0644);
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+}  // namespace
+
+bool isTorchCheckpointFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[4] = {};
+  if (!in.read(reinterpret_cast<char*>(head), 4)) return false;
+  const bool zip = head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4;
+  const bool legacy = head[0] == 0x80 && head[1] == 0x02 && head[2] == 0x8a && head[3] == 0x0a;  // PROTO 2, LONG1 10
+  return zip || legacy;
+}
+
+std::string checkpointFileIn(const std::string& dir) {
+  const fs::path d(dir);
+  if (isFile(d / "pytorch_model.bin")) return (d / "pytorch_model.bin").string();
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if ((p.extension() == ".bin" || p.extension() == ".pt" || p.extension() == ".pth") && isFile(p))
+      found.push_back(p.string());
+  }
+  if (ec) throw Error(dir + ": cannot list: " + ec.message());
+  std::sort(found.begin(), found.end());
+  if (found.size() > 1) {
+    std::string list;
+    for (const auto& f : found) list += (list.empty() ? "" : ", ") + fs::path(f).filename().string();
+    throw Error(dir + ": " + std::to_string(found.size()) + " checkpoint files (" + list +
+                "); expected pytorch_model.bin or exactly one *.bin / *.pt file");
+  }
+  return found.empty() ? std::string() : found.front();
+}
+
+CheckpointModel readCheckpointModel(const std::string& src, const std::optional<std::string>& specPath) {
+  CheckpointModel m;
+  m.source = src;
+  std::error_code ec;
+  const fs::file_status st = fs::status(src, ec);
+  if (ec || !fs::exists(st)) throw Error(src + ": no such file or directory");
+
+  std::string checkpoint, config, vocabPkl, vocabTxt;
+  if (fs::is_directory(st)) {
+    checkpoint = checkpointFileIn(src);
+    if (checkpoint.empty())
+      throw Error(src + ": no PyTorch checkpoint (expected pytorch_model.bin, or one *.bin / *.pt file)");
+    if (isFile(fs::path(src) / "config.json")) config = (fs::path(src) / "config.json").string();
+    if (isFile(fs::path(src) / "vocab.pkl")) vocabPkl = (fs::path(src) / "vocab.pkl").string();
+    if (isFile(fs::path(src) / "vocab.txt")) vocabTxt = (fs::path(src) / "vocab.txt").string();
+  } else if (fs::is_regular_file(st)) {
+    checkpoint = src;
+    const fs::path beside = fs::path(src).parent_path() / "config.json";
+    if (isFile(beside)) config = beside.string();
+  } else {
+    throw Error(src + ": not a regular file or directory");
+  }
+  if (specPath) config = *specPath;
+
+  const TorchCheckpoint ckpt = readTorchCheckpoint(checkpoint);
+  if (!config.empty()) {
+    m.configText = readText(config, std::size_t{16} << 20);
+    m.configSource = config;
+    m.spec = parseModelSpec(parseJsonText(m.configText, config), config);
+  } else if (!ckpt.moduleClass.empty()) {
+    const nlohmann::json spec = authorsModelSpec(ckpt);
+    m.configText = spec.dump(2) + "\n";
+    m.configSource = checkpoint + ": the pickled " + ckpt.moduleClass + "'s attributes";
+    m.spec = parseModelSpec(spec, m.configSource);
+  } else {
+    throw Error(checkpoint + ": a state dict carries no hyperparameters; pass --spec SPEC (a Hugging Face "
+                             "config.json or a reference-style spec), or put config.json beside it");
+  }
+
+  std::map<std::string, int> widened;
+  for (const CheckpointTensor& t : ckpt.tensors) {
+    if (!t.tiedTo.empty()) {
+      m.notes.push_back(checkpoint + ": \"" + t.name + "\" shares its storage with \"" + t.tiedTo +
+                        "\" (a tied weight): stored once");
+      continue;
+    }
+    if (t.storedDType != "F32") ++widened[t.storedDType];
+    m.tensors.emplace_back(t.name, t.tensor);
+  }
+  for (const auto& [dtype, n] : widened)
+    m.notes.push_back(checkpoint + ": " + std::to_string(n) + " " + dtype + " tensor" + (n == 1 ? "" : "s") +
+                      " widened to F32 (exactly)");
+
+  if (!vocabPkl.empty()) {
+    m.vocabulary = readVocabularyFile(vocabPkl);
+    m.vocabularySource = vocabPkl;
+    if (!vocabTxt.empty()) {
+      const auto txt = readVocabularyFile(vocabTxt);
+      if (txt != m.vocabulary)
+        throw Error(src + ": vocab.pkl and vocab.txt hold different vocabularies; remove one");
+    }
+  } else if (!vocabTxt.empty()) {
+    m.vocabulary = readVocabularyFile(vocabTxt);
+    m.vocabularySource = vocabTxt;
+  }
+  if (!m.vocabulary.empty() && std::int64_t(m.vocabulary.size()) != m.spec.n_token)
+    throw Error(m.vocabularySource + ": " + std::to_string(m.vocabulary.size()) +
+                " symbols, expected the model's n_token (" + std::to_string(m.spec.n_token) + ")");
+  for (std::size_t i = 0; i < m.vocabulary.size(); ++i) checkSymbol(m.vocabulary[i], i, m.vocabularySource);
+  return m;
+}
+
+SafetensorsFile asSafetensors(const CheckpointModel& m) {
+  return SafetensorsFile::fromBytes(serializeSafetensors(m.tensors, {{"format", "pt"}}), m.source);
+}
+
+void writeImportedModel(const CheckpointModel& m, const std::string& dir) {
+  std::error_code ec;
+  const fs::path out = fs::absolute(fs::path(dir), ec).lexically_normal();
+  if (ec) throw Error(dir + ": " + ec.message());
+  if (fs::exists(fs::symlink_status(out, ec))) {
+    if (!fs::is_directory(fs::symlink_status(out, ec)) || !fs::is_empty(out, ec))
+      throw Error(dir + ": exists; expected a new folder name or an empty folder");
+  }
+  const fs::path parent = out.has_filename() ? out.parent_path() : out.parent_path().parent_path();
+  if (!fs::is_directory(parent, ec)) throw Error(dir + ": the folder " + parent.string() + " does not exist");
+
+  const fs::path tmp = parent / ("." + out.filename().string() + ".tmp." + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec)) throw Error(tmp.string() + ": cannot create: " + ec.message());
+  try {
+    writeWhole((tmp / "config.json").string(), m.configText);
+    writeSafetensors((tmp / "model.safetensors").string(), m.tensors, {{"format", "pt"}});
+    if (!m.vocabulary.empty()) {
+      std::string text;
+      for (const auto& s : m.vocabulary) text += s + "\n";
+      writeWhole((tmp / "vocab.txt").string(), text);
+    }
+    // An empty destination folder is replaced; anything else was refused above.
+    if (fs::exists(out, ec)) fs::remove(out, ec);
+    if (std::rename(tmp.c_str(), out.c_str()) != 0)
+      throw Error(dir + ": cannot rename " + tmp.string() + " into place: " + std::strerror(errno));
+    const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+}  // namespace txl::frontend
