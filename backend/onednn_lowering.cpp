@@ -373,6 +373,31 @@ void Lowering::lowerPad(ir::Node n, const View& x, const View& out) {
   copy(n, x, denseMd(x.type), 0, out, memory::desc(x.type.shape, dnnlType(x.type.dtype), outStrides), off);
 }
 
+PlanOutputs lowerGraph(Plan& plan, const ir::Graph& g, const std::vector<ir::Node>& order, const Placement& placement,
+                       const OnednnOptions& options, PackedWeights& packs) {
+  Lowering lowering(plan, g, options, packs);
+  PlanOutputs outputs;
+  for (std::size_t t = 0; t < order.size(); ++t) {
+    const ir::Node n = order[t];
+    std::vector<View> ops;
+    for (ir::Node o : g.operands(n)) ops.push_back(placement.at(o).view);
+    const PlacedValue& placed = placement.at(n);
+    try {
+      lowering.lower(n, t, ops, placed.view, placed.aliased);
+    } catch (const dnnl::error& e) {
+      throw InternalError("oneDNN lowering of " + nodeName(g, n) + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error("oneDNN lowering of " + nodeName(g, n) + ": " + e.what());
+    }
+    const ir::OpKind kind = g.kind(n);
+    if (kind == ir::OpKind::Output || kind == ir::OpKind::MemWrite)
+      outputs.emplace_back(kind == ir::OpKind::Output ? g.op(n).attrs.getString("name")
+                                                      : memName(g.op(n).attrs.getInt("slot")),
+                           placed.view);
+  }
+  return outputs;
+}
+
 void Lowering::lower(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased) {
   lowerNode(n, step, ops, out, aliased);
   notePlainReads(ops, aliased);
