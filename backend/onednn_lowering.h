@@ -50,6 +50,11 @@ class Lowering {
   void addKernel(ir::Node n, const char* name, std::function<void()> kernel);
   void record(ir::Node n, const char* kind, const std::string& impl);
   bool isConstant(const View& v) const;
+  // The weight-packing rule of every matmul over a weight (linear,
+  // fused_linear): whether weight `w` is taken in the layout the primitive
+  // chooses (format `any`) and packed once per model (constantWeights),
+  // rather than read in place as the plain `ba` view.
+  bool packsWeight(const View& w) const;
   dnnl::memory constantWeights(const View& w, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& wantMd);
   // Tells packs_ which bytes of user weights the current node reads in place
   // (its weight operands but those it packed and an embedding's table),

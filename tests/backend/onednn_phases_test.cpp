@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/onednn_executor.h"
 #include "backend/onednn_lowering.h"
 #include "backend/onednn_phases.h"
+#include "backend/reference_interpreter.h"
 #include "ir/graph.h"
 
 using namespace txl;
@@ -207,6 +209,35 @@ TEST_CASE("lowering: temporaries and scratchpads live at their node's step only;
   CHECK(temporary);
   CHECK(p.plan.steps.size() == p.plan.info.size());
   CHECK(p.plan.info.front().op == "softmax");
+}
+
+TEST_CASE("lowering: linear and fused_linear pack a constant weight by one rule", "[phases]") {
+  // A heap weight of 1 KiB: packed under the default limit, read in place
+  // (plain `ba`, no constant buffer) over a limit of 512 bytes; the same
+  // results either way.
+  for (const OpKind kind : {OpKind::Linear, OpKind::FusedLinear})
+    for (const std::size_t limit : {OnednnOptions{}.maxBlockedWeightBytes, std::size_t(512)}) {
+      INFO(ir::opInfo(kind).name << ", maxBlockedWeightBytes " << limit);
+      ir::Graph g;
+      const Node x = g.addInput("x", f32({4, 16})), w = g.addWeight("w", f32({16, 16}));
+      g.addOutput("y", kind == OpKind::Linear
+                           ? g.add(kind, {x, w})
+                           : g.add(kind, {x, w}, {{"bias", false}, {"relu", true}, {"residual", false}}));
+      ir::Tensor wt = ir::Tensor::zeros(f32({16, 16})), xt = ir::Tensor::zeros(f32({4, 16}));
+      for (std::int64_t i = 0; i < wt.numel(); ++i) wt.data<float>()[i] = float(i % 7) - 3.0f;
+      for (std::int64_t i = 0; i < xt.numel(); ++i) xt.data<float>()[i] = float(i % 5) * 0.25f - 0.5f;
+      const TensorMap weights{{"w", wt}};
+      OnednnOptions options;
+      options.maxBlockedWeightBytes = limit;
+      auto plan = makeOnednnExecutor(options)->compile(g, weights);
+      if (limit >= wt.bytes()) CHECK(plan->constantBytes() >= wt.bytes());
+      else CHECK(plan->constantBytes() == 0);
+      const ir::Tensor& got = plan->run({{"x", xt}}).at("y");
+      auto ref = makeReferenceExecutor()->compile(g, weights);
+      const ir::Tensor& want = ref->run({{"x", xt}}).at("y");
+      for (std::int64_t i = 0; i < want.numel(); ++i)
+        CHECK(got.data<float>()[i] == Approx(want.data<float>()[i]).epsilon(1e-5).margin(1e-6));
+    }
 }
 
 TEST_CASE("arena: owners get offsets, members their owner's address, inputs are bound on every run", "[phases]") {
