@@ -1,4 +1,5 @@
-// backend/executor.cpp - input and weight checks shared by the executors.
+// backend/executor.cpp - input and weight checks shared by the executors; the
+// answers of a plan without steps.
 #include "backend/executor.h"
 
 #include "ir/check.h"
@@ -13,6 +14,21 @@ void checkOne(const TensorMap& map, const std::string& name, const ir::TensorTyp
     throw Error(std::string(what) + " '" + name + "': expected " + want.str() + ", got " + it->second.type().str());
 }
 }  // namespace
+
+const std::vector<StepInfo>& CompiledGraph::steps() const {
+  static const std::vector<StepInfo> none;
+  return none;
+}
+
+const MemoryPlan& CompiledGraph::memoryPlan() const {
+  static const MemoryPlan none;
+  return none;
+}
+
+const std::vector<double>& CompiledGraph::stepSeconds() const {
+  static const std::vector<double> none;
+  return none;
+}
 
 void checkInputs(const ir::Graph& graph, const TensorMap& inputs) {
   for (ir::Node n : graph.nodes()) {

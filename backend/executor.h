@@ -17,17 +17,34 @@
 //   auto plan = exe->compile(graph, weights);
 //   const TensorMap& out = plan->run({{"tokens", tokens}, {"mem.0", mem0}});
 //   out.at("hidden");   // valid until the next run()
+//
+// A plan also answers what it is made of, for reports, profiles and tests,
+// without the caller knowing which executor made it:
+//
+//   if (plan->hasSteps())
+//     for (const StepInfo& s : plan->steps()) std::cerr << s.op << " " << s.impl << "\n";
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "backend/memory_plan.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 
 namespace txl::backend {
 
 using ir::TensorMap;
+
+// One step of a plan, as a profiler or a test sees it.
+struct StepInfo {
+  std::string op;         // the IR op name ("linear")
+  std::uint64_t node = 0; // the node's id
+  std::string primitive;  // "matmul", "reorder", ... or "kernel" for an own kernel
+  std::string impl;       // impl_info_str() ("brg:avx512_core"), or the own kernel's name
+};
 
 class CompiledGraph {
  public:
@@ -36,6 +53,25 @@ class CompiledGraph {
   // (txl::Error otherwise). The returned tensors are owned by the plan and
   // stay valid until the next run(); one plan runs on one thread at a time.
   virtual const TensorMap& run(const TensorMap& inputs) = 0;
+
+  // --- What the plan is made of ---
+  // True for a plan of steps over a planned arena (the oneDNN executor's),
+  // which fills the queries below. A plan without steps (the reference
+  // interpreter walks the graph on every run) keeps their defaults: no
+  // steps, an empty arena, no constants, nothing to profile.
+  virtual bool hasSteps() const { return false; }
+  // Every step in execution order (compile-time weight reorders are not steps).
+  virtual const std::vector<StepInfo>& steps() const;
+  // Bytes of the arena: intermediates, temporaries and scratchpads.
+  virtual std::size_t arenaBytes() const { return 0; }
+  // The arena's plan: every buffer's offset and live range, and its figures.
+  virtual const MemoryPlan& memoryPlan() const;
+  // Bytes of the plan's constant buffers (attribute-only ops, packed weights).
+  virtual std::size_t constantBytes() const { return 0; }
+  // Per-step timing, off by default (run() then pays nothing for it): when on,
+  // run() waits after every step and adds its wall time to stepSeconds()[i].
+  virtual void setProfiling(bool /*on*/) {}
+  virtual const std::vector<double>& stepSeconds() const;
 };
 
 class Executor {

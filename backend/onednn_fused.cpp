@@ -9,10 +9,9 @@
 // from the mask value alone (NaN or garbage in BD cannot leak). With the
 // row softmax fused, the row is normalized right after it is written, while
 // it is in cache (scoreRow). Element j of an AC row is read only to write
-// element j, so the plan lets the scores overwrite AC (onednn_executor.cpp,
-// step 3): no second [B, H, q, k] buffer, and no read-for-ownership of one
-// (enwik8 qlen 80 at 2 threads: rel_scores 5.8–6.5 → 4.9–5.8 ms per
-// segment, arena 20.4 → 15.2 MiB).
+// element j, so the plan lets the scores overwrite AC (shareInPlace,
+// onednn_phases.h): no second [B, H, q, k] buffer, and no read-for-ownership
+// of one.
 //
 // rel_attention runs backend/rel_attention.h's kernel on its operands where
 // they are (k and v are column ranges of the memory window's rows).
@@ -22,7 +21,8 @@
 // logits (logSumExpRow), a row whose target is elsewhere is not read at all.
 // Nothing of the logits' size is written.
 //
-// fused_linear is lowerLinear plus a post-op chain: eltwise_relu, then
+// fused_linear is lowerLinear plus a post-op chain (the same weight-packing
+// rule, Lowering::packsWeight): eltwise_relu, then
 // binary_add with the residual as a dense [M, out] src1 (the form oneDNN 2.6
 // keeps on brg:avx512_core; a broadcast src1 would fall back to ref:any).
 #include "backend/onednn_fused.h"
@@ -195,7 +195,7 @@ void Lowering::lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const 
   const bool bias = attrs.getBool("bias"), residual = attrs.getBool("residual"), relu = attrs.getBool("relu");
   const View& x = ops[0];
   const View& w = ops[1];
-  const bool constW = isConstant(w) && opt_.blockedWeights;
+  const bool constW = packsWeight(w);
   auto pd = fusedLinearPd(plan_.engine, x.type, w.type, bias, residual, relu, constW);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())}, {DNNL_ARG_DST, mem(out, pd.dst_desc())}};
   args[DNNL_ARG_WEIGHTS] =

@@ -73,6 +73,17 @@ bool Lowering::isConstant(const View& v) const {
   return k == BufferKind::Weight || k == BufferKind::Constant;
 }
 
+// A constant weight is packed when blocked weights are on and it is at most
+// maxBlockedWeightBytes, or larger but file-backed with its plain pages
+// released once packed (then the pack replaces the plain copy in memory
+// instead of doubling it). A weight computed at run time is never packed.
+bool Lowering::packsWeight(const View& w) const {
+  if (!isConstant(w) || !opt_.blockedWeights) return false;
+  if (w.type.bytes() <= opt_.maxBlockedWeightBytes) return true;
+  const ir::Tensor* user = plan_.buffers[w.buffer].weight;
+  return user && user->fileBacked() && opt_.releasePackedPlainPages;
+}
+
 // A constant weight in the layout `wantMd`: bound as is when that is its
 // plain layout, else the model's packed copy (backend/packed_weights.h),
 // made now if no live plan holds it yet.
@@ -121,11 +132,7 @@ void Lowering::copy(ir::Node n, const View& src, const memory::desc& srcMd, std:
 void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View& out) {
   const View& x = ops[0];
   const View& w = ops[1];
-  // A weight above the size limit is packed too when its plain pages can be dropped (a file-backed user weight).
-  const ir::Tensor* user = plan_.buffers[w.buffer].weight;
-  const bool droppable = user && user->fileBacked() && opt_.releasePackedPlainPages;
-  const bool constW =
-      isConstant(w) && opt_.blockedWeights && (w.type.bytes() <= opt_.maxBlockedWeightBytes || droppable);
+  const bool constW = packsWeight(w);
   auto pd = linearPd(plan_.engine, x.type, w.type, ops.size() == 3, constW);
   memory::desc plainMd = linearPlainWeightsMd(w.type);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())},
@@ -371,6 +378,31 @@ void Lowering::lowerPad(ir::Node n, const View& x, const View& out) {
     return;
   }
   copy(n, x, denseMd(x.type), 0, out, memory::desc(x.type.shape, dnnlType(x.type.dtype), outStrides), off);
+}
+
+PlanOutputs lowerGraph(Plan& plan, const ir::Graph& g, const std::vector<ir::Node>& order, const Placement& placement,
+                       const OnednnOptions& options, PackedWeights& packs) {
+  Lowering lowering(plan, g, options, packs);
+  PlanOutputs outputs;
+  for (std::size_t t = 0; t < order.size(); ++t) {
+    const ir::Node n = order[t];
+    std::vector<View> ops;
+    for (ir::Node o : g.operands(n)) ops.push_back(placement.at(o).view);
+    const PlacedValue& placed = placement.at(n);
+    try {
+      lowering.lower(n, t, ops, placed.view, placed.aliased);
+    } catch (const dnnl::error& e) {
+      throw InternalError("oneDNN lowering of " + nodeName(g, n) + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error("oneDNN lowering of " + nodeName(g, n) + ": " + e.what());
+    }
+    const ir::OpKind kind = g.kind(n);
+    if (kind == ir::OpKind::Output || kind == ir::OpKind::MemWrite)
+      outputs.emplace_back(kind == ir::OpKind::Output ? g.op(n).attrs.getString("name")
+                                                      : memName(g.op(n).attrs.getInt("slot")),
+                           placed.view);
+  }
+  return outputs;
 }
 
 void Lowering::lower(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased) {
