@@ -32,6 +32,7 @@
 
 #include "backend/memory_plan.h"
 #include "ir/graph.h"
+#include "ir/segment_abi.h"
 #include "ir/tensor.h"
 
 namespace txl::backend {
@@ -89,7 +90,7 @@ void checkInputs(const ir::Graph& graph, const TensorMap& inputs);
 // Checks that `weights` holds every weight of `graph` with its declared type.
 void checkWeights(const ir::Graph& graph, const TensorMap& weights);
 
-// The name under which a mem_read / mem_write of `slot` appears in TensorMaps.
-inline std::string memName(std::int64_t slot) { return "mem." + std::to_string(slot); }
+// The name under which a mem_read / mem_write of `slot` appears in TensorMaps (ir/segment_abi.h).
+inline std::string memName(std::int64_t slot) { return ir::memoryName(slot); }
 
 }  // namespace txl::backend

@@ -94,8 +94,11 @@ ir::Tensor Session::memory(std::int64_t slot) const {
 
 SegmentPlan CompiledModel::compileSegment(const SegmentKey& key) const {
   FoldedGraph folded = foldConstants(buildGraph(key), weights(), constants(), executor());
-  TXL_CHECK(backend::stateLayout(folded.graph) == stateLayout() || key.mlen == 0 || info().memLen == 0,
-            "a segment graph's memory slots differ from the model's");
+  const ModelInfo& i = info();
+  ir::SegmentSignature abi{i.batch, key.qlen, key.mlen, i.memLen, i.dModel, i.nToken,
+                           key.outputs.logprob, key.outputs.nll, key.padded, stateLayout()};
+  const std::optional<std::string> problem = ir::verifySegment(folded.graph, abi);
+  TXL_CHECK(!problem, "a segment graph breaks the segment ABI: " + problem.value_or(""));
   SegmentPlan plan{std::make_unique<TensorMap>(std::move(folded.weights)), nullptr};
   plan.graph = executor().compile(folded.graph, *plan.weights);
   return plan;
@@ -151,9 +154,9 @@ void Session::ensureRoom(std::int64_t klen) {
 ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targets, bool logprob) {
   const ModelInfo& info = model_->info();
   std::int64_t qlen = tokens.shape().empty() ? 0 : tokens.shape()[0];
-  checkIds(tokens, "tokens", qlen);
+  checkIds(tokens, ir::kTokens, qlen);
   if (targets) {
-    checkIds(*targets, "targets", qlen);
+    checkIds(*targets, ir::kTargets, qlen);
     if (targets->shape() != tokens.shape())
       throw Error("targets: expected the shape of tokens " + ir::shapeStr(tokens.shape()) + ", got " +
                   ir::shapeStr(targets->shape()));
@@ -167,14 +170,14 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
 
   const std::int64_t klen = mlen_ + qlen;
   if (info.memLen > 0) ensureRoom(klen);
-  inputs_["tokens"] = tokens;
-  if (targets) inputs_["targets"] = *targets;
+  inputs_[ir::kTokens] = tokens;
+  if (targets) inputs_[ir::kTargets] = *targets;
   if (padded) {
     if (padMask_.numel() != planMlen + qlen) padMask_ = ir::Tensor::zeros({ir::DType::F32, {planMlen + qlen}});
     float* m = padMask_.data<float>();
     std::fill(m, m + pad, 1.0f);
     std::fill(m + pad, m + planMlen + qlen, 0.0f);
-    inputs_["pad_mask"] = padMask_;
+    inputs_[ir::kPadMask] = padMask_;
   }
   for (std::size_t i = 0; i < layout().size(); ++i) {
     if (layout()[i].windowed) bindRows(i, start_ - pad, planMlen + qlen);
@@ -200,9 +203,9 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
     mlen_ = newMlen;
   }
   ForwardResult result;
-  result.hidden = &out.at("hidden");
-  if (logprob) result.logprob = &out.at("logprob");
-  if (targets) result.nll = &out.at("nll");
+  result.hidden = &out.at(ir::kHidden);
+  if (logprob) result.logprob = &out.at(ir::kLogprob);
+  if (targets) result.nll = &out.at(ir::kNll);
   return result;
 }
 

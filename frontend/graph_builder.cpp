@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ir/check.h"
+#include "ir/segment_abi.h"
 #include "ir/verifier.h"
 
 namespace txl::frontend {
@@ -34,33 +35,44 @@ class Builder {
   Builder(const ModelSpec& spec, const SegmentShape& shape) : s_(spec), sh_(shape), g_("txl_segment") {}
 
   ir::Graph build(const GraphOutputs& outputs) {
-    Node tokens = g_.addInput("tokens", {DType::I64, {sh_.qlen, sh_.batch}});
+    Node tokens = g_.addInput(ir::kTokens, {DType::I64, {sh_.qlen, sh_.batch}});
     Node h = embedding(tokens);
     Node pos = pos_encoding();
     if (s_.attn_type == 2) h = add(h, reshape(slice(pos, 0, sh_.mlen, sh_.klen()), {sh_.qlen, 1, s_.d_model}));
     Node mask = g_.add(OpKind::AttnMask, {}, {{"qlen", sh_.qlen}, {"mlen", sh_.mlen}, {"mem_len", sh_.memLen},
                                               {"same_length", sh_.sameLength}});
-    if (sh_.padded) padMask_ = g_.addInput("pad_mask", {DType::F32, {sh_.klen()}});
+    if (sh_.padded) padMask_ = g_.addInput(ir::kPadMask, {DType::F32, {sh_.klen()}});
     for (std::int64_t l = 0; l <= s_.n_layer; ++l) {
       Node mem = memory(l, h);
       if (l == s_.n_layer) break;
       h = s_.attn_type == 0 ? relativeAttention(l, h, mem, pos, mask) : absoluteAttention(l, h, mem, mask);
       h = feedForward(l, h);
     }
-    g_.addOutput("hidden", h);
+    g_.addOutput(ir::kHidden, h);
     if (outputs.logprob || outputs.nll) {
       Node logprob = logSoftmaxOutput(h);
-      if (outputs.logprob) g_.addOutput("logprob", logprob);
+      if (outputs.logprob) g_.addOutput(ir::kLogprob, logprob);
       if (outputs.nll) {
-        Node targets = g_.addInput("targets", {DType::I64, {sh_.qlen, sh_.batch}});
-        g_.addOutput("nll", scale(g_.add(OpKind::Pick, {logprob, targets}), -1.0));
+        Node targets = g_.addInput(ir::kTargets, {DType::I64, {sh_.qlen, sh_.batch}});
+        g_.addOutput(ir::kNll, scale(g_.add(OpKind::Pick, {logprob, targets}), -1.0));
       }
     }
     ir::verifyOrThrow(g_, "internal error: the literal graph is invalid");
+    ir::verifySegmentOrThrow(g_, signature(outputs), "internal error: the literal graph breaks the segment ABI");
     return std::move(g_);
   }
 
  private:
+  // The literal graph's side of the segment ABI: the hidden memory form,
+  // slots 0..n_layer of [batch, d_model].
+  ir::SegmentSignature signature(const GraphOutputs& outputs) const {
+    ir::SegmentSignature sig{sh_.batch, sh_.qlen, sh_.mlen, sh_.memLen, s_.d_model, s_.n_token,
+                             outputs.logprob, outputs.nll, sh_.padded, std::vector<ir::MemorySlot>{}};
+    if (sh_.memLen > 0)
+      for (std::int64_t l = 0; l <= s_.n_layer; ++l) sig.memory->push_back({l, {sh_.batch, s_.d_model}, false});
+    return sig;
+  }
+
   // --- small op helpers ----------------------------------------------------
   Node weight(const std::string& name, Shape shape) { return g_.addWeight(name, {DType::F32, std::move(shape)}); }
   Node add(Node a, Node b) { return g_.add(OpKind::Add, {a, b}); }

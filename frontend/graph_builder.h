@@ -7,7 +7,8 @@
 // reference's pad-reshape-slice rel-shift, mask, softmax, feed-forward, the
 // memory update and the (adaptive) log-softmax. Passes are judged against it.
 //
-// Signature of the graph (backend/executor.h explains the names):
+// Signature of the graph (ir/segment_abi.h declares the names; the builder
+// checks its graph against it):
 //   inputs   "tokens" i64[qlen, batch], "targets" i64[qlen, batch] (when nll)
 //   memory   mem_read slot l = 0..n_layer: f32[mlen, batch, d_model] (when mlen > 0)
 //   outputs  "hidden" f32[qlen, batch, d_model], "logprob" f32[qlen, batch, n_token],

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/segment_abi.h"
 
 namespace txl::ir {
 
@@ -47,6 +48,9 @@ struct PassContext {
   // The longest klen (mlen + qlen) the model runs: fold-positions builds the
   // position tables for it and reads suffixes. Empty: each graph's own klen.
   std::optional<std::int64_t> maxKlen;
+  // The segment ABI the graph must keep (ir/segment_abi.h): when set, the
+  // pass manager checks it after every pass.
+  std::optional<SegmentSignature> segment;
   std::vector<Remark> remarks;
 
   void applied(std::string_view pass, std::string message) { remarks.push_back({std::string(pass), true, std::move(message)}); }

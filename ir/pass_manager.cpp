@@ -29,6 +29,9 @@ bool PassManager::run(Graph& g, PassContext& ctx) {
     if (result.failed()) throw Error("pass '" + name + "' failed: " + result.error());
     if (options_.verifyEach)
       if (auto problem = verify(g)) throw Error("pass '" + name + "' broke the graph: " + *problem);
+    if (ctx.segment)
+      if (auto problem = verifySegment(g, *ctx.segment))
+        throw Error("pass '" + name + "' broke the segment ABI: " + *problem);
     timings_.push_back({name, ms, result.isChanged()});
     anyChange |= result.isChanged();
     if (options_.log && (options_.printAfterAll || options_.printAfter.count(name)))

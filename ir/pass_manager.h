@@ -1,7 +1,8 @@
 // ir/pass_manager.h - runs a pipeline of passes over a graph.
 //
-// After every pass the verifier runs; a pass that breaks the graph is named in
-// the error ("pass 'fuse-rel-shift' broke the graph: %12 = ..."). The manager
+// After every pass the verifier runs, and the segment ABI check when the
+// context carries a signature (PassContext::segment); a pass that breaks the
+// graph is named in the error ("pass 'fuse-rel-shift' broke the graph: %12 = ..."). The manager
 // can print the IR after every pass or after chosen ones, and times each pass.
 //
 //   PassManager pm(options);
