@@ -8,11 +8,6 @@
 
 namespace txl::backend {
 
-const std::vector<SlotLayout>& CompiledModel::stateLayout() const {
-  std::call_once(layoutOnce_, [this] { layout_ = backend::stateLayout(factory_(SegmentKey{1, 0, SegmentOutputs{false, false}, false})); });
-  return layout_;
-}
-
 const std::vector<ir::Tensor>& CompiledModel::initialRows() const {
   std::call_once(initialOnce_, [this] {
     if (!info_.fullInitialMemory || info_.memLen == 0) return;

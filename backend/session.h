@@ -2,7 +2,8 @@
 //
 // A CompiledModel holds what every stream of a model shares: the weights, an
 // executor, and a factory that builds (and optimizes) the graph of one
-// segment for a given (qlen, mlen). It is immutable once made, so any number
+// segment for a given (qlen, mlen) (driver/compile.h makes them). Every graph
+// is checked against the segment ABI (ir/segment_abi.h) before it is compiled. It is immutable once made, so any number
 // of Sessions, on any threads, can share it.
 //
 // A Session owns the per-stream state of `batch` streams: the recurrent
@@ -65,6 +66,9 @@ struct ModelInfo {
   // layer inputs, in the slot's form), instead of an empty memory. Only the
   // state differs: every segment runs the plan it would run on a full memory.
   bool fullInitialMemory = false;
+  // The memory slots every segment graph has (ir/segment_abi.h), declared by
+  // whoever makes the model (driver::memorySlots) and checked against each graph.
+  std::vector<SlotLayout> memory;
 };
 
 // What one segment graph computes besides the hidden state.
@@ -113,8 +117,8 @@ class CompiledModel {
   SegmentPlan compileSegment(const SegmentKey& key) const;
   // Constant values (folded at plan-compile time) shared by every plan.
   ConstantCache& constants() const { return constants_; }
-  // The memory slots of this model's graphs (built once, from a one-token graph).
-  const std::vector<SlotLayout>& stateLayout() const;
+  // The memory slots of this model's graphs (ModelInfo::memory).
+  const std::vector<SlotLayout>& stateLayout() const { return info_.memory; }
   // Per layout slot, the row every position of a fresh stream's memory holds
   // (empty unless info().fullInitialMemory); computed once.
   const std::vector<ir::Tensor>& initialRows() const;
@@ -128,8 +132,6 @@ class CompiledModel {
   mutable ConstantCache constants_;
   mutable std::once_flag initialOnce_;
   mutable std::vector<ir::Tensor> initialRows_;
-  mutable std::once_flag layoutOnce_;
-  mutable std::vector<SlotLayout> layout_;
 };
 
 struct ForwardResult {

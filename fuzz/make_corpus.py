@@ -18,7 +18,7 @@ P1, P2, P3 = 0x9e3779b185ebca87, 0xc2b2ae3d27d4eb4f, 0x165667b19e3779f9
 
 
 def content_hash(data):
-    """tools/content_hash.cpp's ContentHash (docs/ARTIFACT.md)."""
+    """driver/content_hash.cpp's ContentHash (docs/ARTIFACT.md)."""
     rotl = lambda x, r: ((x << r) | (x >> (64 - r))) & M64
     lanes = [(P1 + P2) & M64, P2, 0, (-P1) & M64]
     full = len(data) // 32 * 32

@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "tools/model_source.h"
+#include "driver/model.h"
 
 namespace txl::tools {
 
@@ -36,8 +36,8 @@ CLI::Validator realIn(double min, double max, bool openMin, const std::string& w
 }
 
 void addModelArgument(CLI::App& cmd, std::string& model, const std::string& help) {
-  if (embeddedArtifact()) {
-    model = kEmbeddedModelPath;
+  if (driver::embeddedArtifact()) {
+    model = driver::kEmbeddedModelPath;
     return;
   }
   cmd.add_option("model", model, help)->required();

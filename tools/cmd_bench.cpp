@@ -3,7 +3,7 @@
 // hidden `txlc bench-probe` the benchmark runs as its child process.
 #include <iostream>
 
-#include "tools/bench.h"
+#include "driver/bench.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
 
@@ -24,7 +24,7 @@ int run(Options& o) {
   if (o.qlen > 0) o.bench.qlen = o.qlen;
   if (o.memLen >= 0) o.bench.memLen = o.memLen;
   if (o.window > 0) o.bench.slidingWindow = o.window;
-  o.bench.model_options = o.pipeline.resolve();
+  o.pipeline.apply(o.bench.setting);
   if (!o.bench.randomWeights && !o.bench.weights && o.bench.model.ends_with(".json"))
     std::cerr << "txlc: note: a spec file without --weights needs --random-weights" << std::endl;
   BenchReport r = runBench(o.bench);

@@ -2,8 +2,8 @@
 //
 // Builds and optimizes the segment graphs of the setting's shape buckets
 // (docs/ARTIFACT.md), compiles the main one on the executor to check it and
-// to record its memory plan, and writes the artifact (tools/artifact.h) or a
-// standalone executable (tools/standalone.h). A summary goes to stderr;
+// to record its memory plan, and writes the artifact (driver/artifact.h) or a
+// standalone executable (driver/standalone.h). A summary goes to stderr;
 // --json prints it on stdout.
 #include <chrono>
 #include <fstream>
@@ -15,10 +15,11 @@
 #include "ir/json_io.h"
 #include "passes/pipeline.h"
 #include "tools/cli_checks.h"
-#include "tools/content_hash.h"
+#include "driver/content_hash.h"
 #include "tools/exit_codes.h"
+#include "driver/compile.h"
 #include "tools/model_flags.h"
-#include "tools/standalone.h"
+#include "driver/standalone.h"
 
 namespace txl::tools {
 
@@ -32,75 +33,22 @@ struct Options {
   bool json = false;
 };
 
-std::string cpuName() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  return "unknown";
-}
-
 int run(const Options& o) {
   const auto start = std::chrono::steady_clock::now();
   applyThreads(o.model.threads);
-  SourceOptions so = o.model.sourceOptions();
+  OpenOptions so = o.model.openOptions();
   so.randomWeights = o.randomWeights;
   so.seed = o.seed;
-  ModelSource m = openModelSource(o.model.model, so);
-  ModelOptions options = o.model.pipeline.resolve();
-  if (m.artifact && o.model.pipeline.passes.empty()) options.pipeline.passes = m.artifact->passes;
-  ResolvedSetting setting = o.model.setting(m);
-  const std::int64_t Q = setting.qlen, M = setting.memLen, B = setting.settings.batch;
-  checkMemoryFits(m.spec, B, Q, M, m.path);  // before anything is planned
+  Model m = openModel(o.model.model, so);
+  const Setting setting = o.model.setting(m, /*run=*/false);  // recompiling an artifact: its passes unless --passes
+  const std::int64_t Q = setting.qlen, M = setting.memLen, B = setting.batch;
+  checkMemoryFits(m.spec, setting, m.path);  // before anything is planned
   // After the setting is checked: a bad setting is the one error line.
   if (m.artifact) std::cerr << "txlc: note: recompiling " << m.path << " from its stored spec and weights" << std::endl;
 
-  Artifact a;
-  a.txlcVersion = kTxlcVersion;
-  a.modelId = m.modelId;
-  a.spec = m.spec;
-  a.setting = {B, Q, M, setting.settings.clampLen.value_or(m.spec.clamp_len),
-               setting.settings.sameLength.value_or(m.spec.same_length), "hidden"};
-  a.setting.initialMemory = setting.settings.initialMemory.value_or(m.spec.defaultInitialMemory());
-  a.passes = passes::selectedPasses(options.pipeline);
-  for (const auto& p : a.passes)
-    if (p == "cache-projected-memory") a.setting.memory = "kv";
-  if (m.vocabulary) a.vocabulary = m.vocabulary->toJson();
-  a.cpuIsa = cpuName();
-  a.weights = m.weights;
-
-  // The shape buckets (docs/ARTIFACT.md): the main scoring shape first
-  // (qlen, mem_len), then what a stream meets before its memory is full (the
-  // padded warm-up graph, or one graph per warm-up mlen for a model that
-  // cannot pad), then generation's one-token step, at full memory and padded.
-  struct Bucket {
-    std::int64_t qlen, mlen;
-    bool logprob, nll, padded;
-    const char* role;
-  };
-  const bool pad = m.spec.attn_type == 0 && M > 0;
-  std::vector<Bucket> buckets = {{Q, M, false, true, false, "score"}};
-  if (pad) buckets.push_back({Q, M, false, true, true, "score-warmup"});
-  else
-    for (std::int64_t mlen = 0; mlen < M; mlen = std::min(M, mlen + Q))
-      buckets.push_back({Q, mlen, false, true, false, "score-warmup"});
-  buckets.push_back({1, M, true, false, false, "step"});
-  if (pad) buckets.push_back({1, M, true, false, true, "step-warmup"});
-  const frontend::SegmentShape base = segmentShape(m.spec, setting.settings);
-  for (const Bucket& b : buckets) {
-    ir::PassContext ctx;
-    ir::Graph g = buildOptimizedGraph(m.spec, segmentShape(base, {b.qlen, b.mlen, {b.logprob, b.nll}, b.padded}),
-                                      {b.logprob, b.nll}, options.pipeline, targetInfo(kArtifactTarget), &ctx);
-    StoredGraph sg{b.qlen, b.mlen, b.logprob, b.nll, b.padded, b.role, ir::toJson(g), 0};
-    const std::string text = sg.graph.dump();
-    sg.hash = contentHash(text.data(), text.size());
-    a.graphs.push_back(std::move(sg));
-  }
+  Artifact a = buildArtifact(m, setting);
   // Compile the main graph once: it must lower on this executor.
-  auto executor = makeExecutor(o.model.pipeline.backend);
+  auto executor = makeExecutor(setting.backend);
   ir::Graph main = ir::fromJson(a.graphs.front().graph, "main graph");
   const std::size_t mainNodes = main.size();
   auto plan = executor->compile(main, a.weights);
@@ -112,7 +60,7 @@ int run(const Options& o) {
                             {"mem_len", M},
                             {"graphs", a.graphs.size()},
                             {"main_graph_nodes", mainNodes},
-                            {"passes", a.passes}};
+                            {"passes", *a.setting.pipeline.passes}};
   if (auto* onednn = dynamic_cast<backend::OnednnCompiledGraph*>(plan.get())) {
     summary["main_plan_steps"] = onednn->steps().size();
     summary["main_plan_arena_bytes"] = onednn->arenaBytes();

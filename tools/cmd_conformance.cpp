@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/command.h"
-#include "tools/conformance.h"
+#include "driver/conformance.h"
 #include "tools/exit_codes.h"
 
 namespace txl::tools {
@@ -16,7 +16,8 @@ struct Options {
 };
 
 int run(const Options& o) {
-  ModelOptions options = o.pipeline.resolve();
+  Setting options;  // the backend and pipeline; each case gives its model's setting
+  o.pipeline.apply(options);
   bool allPassed = true;
   nlohmann::json report = nlohmann::json::array();
   for (const auto& dir : o.cases) {

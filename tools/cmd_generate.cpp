@@ -3,7 +3,7 @@
 // The prompt is fed in segments of qlen tokens; then every new token is fed
 // alone (qlen 1) against the memory, and printed (and flushed) as soon as it
 // is chosen. The distribution of the next token is the last row of the
-// segment's log-probabilities. Same seed, same text (tools/sampler.h).
+// segment's log-probabilities. Same seed, same text (driver/sampler.h).
 #include <chrono>
 #include <iostream>
 #include <limits>
@@ -13,7 +13,8 @@
 #include "tools/cli_checks.h"
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
-#include "tools/sampler.h"
+#include "driver/compile.h"
+#include "driver/sampler.h"
 
 namespace txl::tools {
 
@@ -30,16 +31,15 @@ struct Options {
 };
 
 int run(const Options& o) {
-  ModelSource m = o.model.open();
-  ModelOptions options = o.model.options(m);
-  ResolvedSetting setting = o.model.setting(m);
+  Model m = o.model.open();
+  Setting setting = o.model.setting(m);
   const frontend::Vocabulary& vocab = requireVocabulary(m, "generate");
   frontend::EncodeOptions enc;
   enc.eosAtEnd = false;  // the prompt continues its last line
   std::vector<std::int64_t> prompt = vocab.encode(o.prompt, "--prompt", enc);
   if (prompt.empty()) throw Error("--prompt: expected text with at least one token, got \"" + o.prompt + "\"");
 
-  auto compiled = compileSource(m, setting, options);
+  auto compiled = compile(m, setting);
   backend::Session session(compiled);
   noteReplanning(m, setting);
   Sampler sampler(o.sampler);

@@ -38,11 +38,12 @@
 #include "ir/dot.h"
 #include "ir/json_io.h"
 #include "ir/printer.h"
-#include "tools/artifact.h"
+#include "driver/artifact.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
-#include "tools/graph_stats.h"
-#include "tools/model_source.h"
+#include "driver/graph_stats.h"
+#include "driver/compile.h"
+#include "driver/model.h"
 
 namespace txl::tools {
 
@@ -57,19 +58,12 @@ struct Options {
   PipelineFlags pipeline;
 };
 
-frontend::ModelSpec loadSpec(const Options& o) {
-  if (looksLikeArtifact(o.model) && o.weights.empty() && !o.randomWeights)
-    return openModelSource(o.model, SourceOptions{}).spec;  // checks version and checksum too
-  if (!o.weights.empty() || o.randomWeights) {
-    frontend::LoadOptions lo;
-    lo.randomWeights = o.randomWeights;
-    lo.seed = o.seed;
-    std::optional<std::string> weights;
-    if (!o.weights.empty()) weights = o.weights;
-    return frontend::loadModel(o.model, weights, lo).spec;
-  }
-  namespace fs = std::filesystem;
-  return frontend::loadModelSpec(fs::is_directory(o.model) ? (fs::path(o.model) / "config.json").string() : o.model);
+OpenOptions openOptions(const Options& o) {
+  OpenOptions so;
+  if (!o.weights.empty()) so.weights = o.weights;
+  so.randomWeights = o.randomWeights;
+  so.seed = o.seed;
+  return so;
 }
 
 std::string human(double x) {
@@ -105,27 +99,25 @@ std::string mib(std::size_t bytes) {
   return buf;
 }
 
-int printMemoryPlan(const Options& o, const ModelOptions& options) {
+int printMemoryPlan(const Options& o, const Setting& options) {
   if (options.backend != "onednn") throw Error("--memory-plan: plans are made by the onednn backend, not '" + options.backend + "'");
   namespace fs = std::filesystem;
-  SourceOptions so;
-  if (!o.weights.empty()) so.weights = o.weights;
-  so.randomWeights = o.randomWeights;
-  so.seed = o.seed;
+  OpenOptions so = openOptions(o);
   if (!looksLikeArtifact(o.model) && !fs::is_directory(o.model) && o.weights.empty() && !o.randomWeights) {
     so.randomWeights = true;
     std::cerr << "txlc: planning " << o.model << " with random weights (a plan depends on shapes only)\n";
   }
-  const ModelSource m = openModelSource(o.model, so);
-  RunFlags flags;
-  flags.batch = o.batch;
-  flags.qlen = o.qlen;
-  const ResolvedSetting setting = resolveSetting(m, flags);
+  const Model m = openModel(o.model, so);
+  Setting setting = defaultSetting(m);
+  setting.backend = options.backend, setting.pipeline = options.pipeline;  // an artifact keeps its passes
+  setting.batch = o.batch;
+  if (o.qlen) setting.qlen = *o.qlen;
+  checkSetting(m.spec, setting);
   const std::int64_t mlen = o.mlen.value_or(setting.memLen);
   if (mlen < 0 || mlen > setting.memLen)
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(setting.memLen) + "], got " +
                 std::to_string(mlen));
-  auto model = compileSource(m, setting, options);
+  auto model = compile(m, setting);
   backend::SegmentPlan segment = model->compileSegment({setting.qlen, mlen, backend::SegmentOutputs{false, true}, false});
   const auto* plan = dynamic_cast<const backend::OnednnCompiledGraph*>(segment.graph.get());
   TXL_CHECK(plan != nullptr, "the onednn executor made no oneDNN plan");
@@ -140,7 +132,7 @@ int printMemoryPlan(const Options& o, const ModelOptions& options) {
     for (const auto& b : mp.buffers)
       buffers.push_back({{"label", b.request.label}, {"bytes", b.request.bytes}, {"size", b.size}, {"offset", b.offset},
                          {"first_step", b.request.first}, {"last_step", b.request.last}});
-    nlohmann::json j = {{"qlen", setting.qlen}, {"mlen", mlen}, {"batch", setting.settings.batch},
+    nlohmann::json j = {{"qlen", setting.qlen}, {"mlen", mlen}, {"batch", setting.batch},
                         {"steps", plan->steps().size()}, {"arena_bytes", mp.arenaBytes},
                         {"no_reuse_bytes", mp.noReuseBytes}, {"lower_bound_bytes", mp.lowerBoundBytes},
                         {"arena_over_lower_bound", ratio}, {"state_bytes", state}, {"weights_bytes", weights},
@@ -149,7 +141,7 @@ int printMemoryPlan(const Options& o, const ModelOptions& options) {
     return kExitOk;
   }
   std::printf("memory plan of a segment of %lld tokens against %lld remembered positions, batch %lld\n",
-              (long long)setting.qlen, (long long)mlen, (long long)setting.settings.batch);
+              (long long)setting.qlen, (long long)mlen, (long long)setting.batch);
   std::printf("  %-12s %12s  (%.3fx the lower bound)\n", "arena", mib(mp.arenaBytes).c_str(), ratio);
   std::printf("  %-12s %12s  (most bytes live at one step)\n", "lower bound", mib(mp.lowerBoundBytes).c_str());
   std::printf("  %-12s %12s  (every buffer apart)\n", "no reuse", mib(mp.noReuseBytes).c_str());
@@ -172,22 +164,24 @@ int run(const Options& o) {
   if (o.memoryPlan && o.format == "dot") throw Error("--memory-plan prints text or json, not dot");
   if (o.memoryPlan && o.stats) throw Error("--memory-plan and --stats are separate reports: give one");
   if (o.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(o.batch));
-  ModelOptions options = o.pipeline.resolve();
+  Setting options;
+  o.pipeline.apply(options);
   if (o.memoryPlan) return printMemoryPlan(o, options);
-  const frontend::ModelSpec spec = loadSpec(o);
-  frontend::SegmentShape shape = frontend::defaultShape(spec, o.batch, o.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1)),
-                                                        o.mlen.value_or(spec.mem_len));
+  const frontend::ModelSpec spec = openSpec(o.model, openOptions(o));
+  // The spec's own setting (an artifact's too: inspect shows what its spec builds), batch and qlen as asked.
+  Setting setting = defaultSetting(modelFrom(spec, {}));
+  setting.backend = options.backend, setting.pipeline = options.pipeline;
+  setting.batch = o.batch;
+  setting.qlen = o.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1));
+  backend::SegmentKey key{setting.qlen, o.mlen.value_or(spec.mem_len), {true, true}, false};
   if (o.qlen && *o.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(*o.qlen));
   if (o.mlen && (*o.mlen < 0 || *o.mlen > spec.mem_len))
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
                 std::to_string(*o.mlen));
-  if (spec.attn_type == 2 && !o.mlen) shape.mlen = 0;
-  const ir::Graph input = frontend::buildSegmentGraph(spec, shape);
-  ir::Graph optimized = input;
+  if (spec.attn_type == 2 && !o.mlen) key.mlen = 0;
+  const ir::Graph input = frontend::buildSegmentGraph(spec, segmentShape(setting, key));
   ir::PassContext ctx;
-  ctx.target = targetInfo(options.backend);
-  ctx.maxKlen = shape.memLen + std::max(spec.tgt_len, shape.qlen);
-  passes::runPipeline(optimized, options.pipeline, ctx);
+  const ir::Graph optimized = buildOptimizedGraph(spec, setting, key, &ctx);
 
   if (o.stats) {
     GraphStats in = graphStats(input, false), opt = graphStats(optimized, true);

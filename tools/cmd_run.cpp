@@ -15,7 +15,8 @@
 #include "tools/cli_checks.h"
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
-#include "tools/text_source.h"
+#include "driver/compile.h"
+#include "driver/text_source.h"
 
 namespace txl::tools {
 
@@ -45,7 +46,7 @@ nlohmann::json nested(const ir::Tensor& t) {
 }
 
 // The memory of a state file, checked to be a state of model `m`.
-ir::TensorMap readStateFile(const ModelSource& m, const std::string& path) {
+ir::TensorMap readStateFile(const Model& m, const std::string& path) {
   frontend::SafetensorsFile f = frontend::SafetensorsFile::open(path);
   const auto& meta = f.metadata();
   auto get = [&](const char* key) {
@@ -70,43 +71,36 @@ void loadState(backend::Session& session, const ir::TensorMap& state, const std:
   }
 }
 
-void saveStateFile(const backend::Session& session, const ModelSource& m, const ResolvedSetting& s,
+void saveStateFile(const backend::Session& session, const Model& m, const Setting& s,
                    const std::string& path) {
   ir::TensorMap state = session.saveState();
   std::vector<std::pair<std::string, ir::Tensor>> tensors(state.begin(), state.end());
   frontend::writeSafetensors(path, tensors,
                              {{"format", kStateFormat},
                               {"model_id", m.modelId},
-                              {"batch", std::to_string(s.settings.batch)},
+                              {"batch", std::to_string(s.batch)},
                               {"mem_len", std::to_string(s.memLen)},
                               {"mlen", std::to_string(session.mlen())},
                               {"semantics", frontend::semanticsName(m.spec.semantics)},
-                              {"initial_memory", frontend::initialMemoryName(*s.settings.initialMemory)}});
+                              {"initial_memory", frontend::initialMemoryName(s.initialMemory)}});
 }
 
 int run(const Options& o) {
-  ModelSource m = o.model.open();
-  ModelOptions options = o.model.options(m);
+  Model m = o.model.open();
+  checkPipelineFlags(m, o.model.pipeline);
   const std::string source = o.tokensOpt->count() ? "--tokens" : o.tokensFile;
   const std::string text = o.tokensOpt->count() ? o.tokens : readTextFile(o.tokensFile);
   auto streams = parseTokenStreams(text, source, m.spec.n_token);
   const std::int64_t batch = std::int64_t(streams.size()), total = std::int64_t(streams.front().size());
   if (o.model.batchOpt->count() && o.model.batch != batch)
     throw Error(source + ": " + std::to_string(batch) + " streams, expected --batch " + std::to_string(o.model.batch));
-  ModelFlags flags = o.model;
-  RunFlags rf;
-  rf.batch = batch;
-  if (flags.qlenOpt->count()) rf.qlen = flags.qlen;
-  if (flags.memLenOpt->count()) rf.memLen = flags.memLen;
-  if (flags.clampLenOpt->count()) rf.clampLen = flags.clampLen;
-  rf.sameLength = flags.sameLength;
-  if (flags.initialMemoryOpt->count())
-    rf.initialMemory = frontend::parseInitialMemory(flags.initialMemory, "--initial-memory");
-  if (!rf.qlen) rf.qlen = total;  // one segment unless asked otherwise
-  ResolvedSetting setting = resolveSetting(m, rf);
+  Setting setting = o.model.setting(m);
+  setting.batch = batch;
+  if (!o.model.qlenOpt->count()) setting.qlen = total;  // one segment unless asked otherwise
+  checkSetting(m.spec, setting);
   const ir::TensorMap stateIn = o.stateIn.empty() ? ir::TensorMap{} : readStateFile(m, o.stateIn);
 
-  auto compiled = compileSource(m, setting, options);
+  auto compiled = compile(m, setting);
   backend::Session session(compiled);
   if (!o.stateIn.empty()) loadState(session, stateIn, o.stateIn);
   noteReplanning(m, setting);
@@ -137,7 +131,7 @@ int run(const Options& o) {
   }
   nlohmann::json j = {{"model_id", m.modelId},
                       {"semantics", frontend::semanticsName(m.spec.semantics)},
-                      {"initial_memory", frontend::initialMemoryName(*setting.settings.initialMemory)},
+                      {"initial_memory", frontend::initialMemoryName(setting.initialMemory)},
                       {"batch", batch},
                       {"qlen", total},
                       {"mlen_in", mlenIn},

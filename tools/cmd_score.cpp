@@ -1,7 +1,7 @@
 // tools/cmd_score.cpp - `txlc score MODEL_OR_ARTIFACT FILE`: NLL, perplexity, bits per token.
 //
 // Streams the tokens of FILE through segments with the recurrent memory, as
-// the reference's eval.py scores a split (tools/scorer.h), and prints the
+// the reference's eval.py scores a split (driver/scorer.h), and prints the
 // totals; --json gives stable keys (docs/CLI.md).
 #include <chrono>
 #include <cmath>
@@ -15,8 +15,9 @@
 #include "tools/cli_checks.h"
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
-#include "tools/scorer.h"
-#include "tools/text_source.h"
+#include "driver/compile.h"
+#include "driver/scorer.h"
+#include "driver/text_source.h"
 
 namespace txl::tools {
 
@@ -42,9 +43,8 @@ std::string printable(const std::string& s) {
 }
 
 int run(const Options& o) {
-  ModelSource m = o.model.open();
-  ModelOptions options = o.model.options(m);
-  ResolvedSetting setting = o.model.setting(m);
+  Model m = o.model.open();
+  Setting setting = o.model.setting(m);
 
   std::vector<std::int64_t> ids;
   std::int64_t characters = -1;  // for bits per character
@@ -59,9 +59,9 @@ int run(const Options& o) {
     if (vocab.kind() == frontend::VocabKind::Char) characters = std::int64_t(ids.size());
   }
   if (ids.empty()) throw Error(o.file + ": empty input, expected text to score");
-  checkScoreLength(std::int64_t(ids.size()), setting.settings.batch, o.file);
+  checkScoreLength(std::int64_t(ids.size()), setting.batch, o.file);
 
-  auto compiled = compileSource(m, setting, options);
+  auto compiled = compile(m, setting);
   backend::Session session(compiled);
   noteReplanning(m, setting);
   ScoreOptions so;
@@ -98,10 +98,10 @@ int run(const Options& o) {
                       {"batch", r.batch},
                       {"qlen", setting.qlen},
                       {"mem_len", setting.memLen},
-                      {"clamp_len", setting.settings.clampLen.value_or(-1)},
-                      {"same_length", setting.settings.sameLength.value_or(false)},
+                      {"clamp_len", setting.clampLen},
+                      {"same_length", setting.sameLength},
                       {"semantics", frontend::semanticsName(m.spec.semantics)},
-                      {"initial_memory", frontend::initialMemoryName(*setting.settings.initialMemory)},
+                      {"initial_memory", frontend::initialMemoryName(setting.initialMemory)},
                       {"dropped", r.dropped},
                       {"segments", r.segments},
                       {"seconds", seconds}};

@@ -3,15 +3,18 @@
 // Each tools/cmd_<name>.cpp defines one register function: it adds its
 // subcommand and options to the app, and when CLI11 selects it, stores the
 // action main() runs. Actions return an exit code (tools/exit_codes.h) and
-// may throw txl::Error for bad input.
+// may throw txl::Error for bad input. A command is a thin layer over the
+// driver (driver/compile.h): it turns flags into a driver::Setting and calls it.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
 
-#include "tools/model_setup.h"
+#include "driver/setting.h"
 
 namespace txl::tools {
+
+using namespace txl::driver;  // the commands are written against the driver's API
 
 using Action = std::function<int()>;
 
@@ -36,7 +39,8 @@ struct PipelineFlags {
   std::string memory = "kv";  // the memory form: kv (cache-projected-memory) or hidden
 
   void add(CLI::App& cmd, bool withBackend = true);
-  ModelOptions resolve() const;  // validates pass names (txl::Error)
+  // Sets the backend and the pipeline of `s`; validates pass names (txl::Error).
+  void apply(Setting& s) const;
 };
 
 }  // namespace txl::tools

@@ -8,7 +8,7 @@
 #include "ir/check.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
-#include "tools/model_source.h"
+#include "driver/model.h"
 
 int main(int argc, char** argv) {
   using namespace txl::tools;

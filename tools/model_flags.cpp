@@ -1,8 +1,8 @@
 // tools/model_flags.cpp - ModelFlags.
 #include "tools/model_flags.h"
 
-#include <omp.h>
-
+#include "driver/compile.h"
+#include "ir/check.h"
 #include "tools/cli_checks.h"
 
 namespace txl::tools {
@@ -35,36 +35,38 @@ void ModelFlags::add(CLI::App& cmd, bool withBatch) {
   pipeline.add(cmd);
 }
 
-void applyThreads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
-}
-
-SourceOptions ModelFlags::sourceOptions() const {
-  SourceOptions o;
+OpenOptions ModelFlags::openOptions() const {
+  OpenOptions o;
   if (weightsOpt && weightsOpt->count()) o.weights = weights;
   if (vocabOpt && vocabOpt->count()) o.vocab = vocab;
   return o;
 }
 
-ModelSource ModelFlags::open() const {
+Model ModelFlags::open() const {
   applyThreads(threads);
-  return openModelSource(model, sourceOptions());
+  return openModel(model, openOptions());
 }
 
-ResolvedSetting ModelFlags::setting(const ModelSource& m) const {
-  RunFlags f;
-  if (batchOpt && batchOpt->count()) f.batch = batch;
-  if (qlenOpt->count()) f.qlen = qlen;
-  if (memLenOpt->count()) f.memLen = memLen;
-  if (clampLenOpt->count()) f.clampLen = clampLen;
-  f.sameLength = sameLength;
-  if (initialMemoryOpt->count()) f.initialMemory = frontend::parseInitialMemory(initialMemory, "--initial-memory");
-  return resolveSetting(m, f);
+Setting ModelFlags::setting(const Model& m, bool run) const {
+  if (run) checkPipelineFlags(m, pipeline);
+  Setting s = defaultSetting(m);
+  pipeline.apply(s);
+  s.threads = threads;
+  if (batchOpt && batchOpt->count()) s.batch = batch;
+  if (qlenOpt->count()) s.qlen = qlen;
+  if (memLenOpt->count()) s.memLen = memLen;
+  if (clampLenOpt->count()) s.clampLen = clampLen;
+  if (sameLength) s.sameLength = true;
+  if (initialMemoryOpt->count()) s.initialMemory = frontend::parseInitialMemory(initialMemory, "--initial-memory");
+  checkSetting(m.spec, s);
+  return s;
 }
 
-ModelOptions ModelFlags::options(const ModelSource& m) const {
-  checkPipelineFlags(m, pipeline);
-  return pipeline.resolve();
+void checkPipelineFlags(const Model& m, const PipelineFlags& flags) {
+  if (!m.artifact) return;
+  if (!flags.passes.empty() || !flags.disabled.empty())
+    throw Error((flags.passes.empty() ? "--disable-pass" : "--passes") + std::string(": ") + m.path +
+                " is compiled with its pipeline; recompile it to change the passes");
 }
 
 }  // namespace txl::tools

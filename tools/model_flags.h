@@ -1,17 +1,19 @@
 // tools/model_flags.h - the flags every model-running command shares.
 //
 // MODEL (implicit in a standalone executable), --weights, --vocab, the run setting
-// (--batch, --qlen, --mem-len, --clamp-len, --same-length, --initial-memory) and the pipeline
-// flags. open() loads the model; setting() resolves the run setting against
-// the model's own (tools/model_source.h).
+// (--batch, --qlen, --mem-len, --clamp-len, --same-length, --initial-memory,
+// --threads) and the
+// pipeline flags. open() loads the model; setting() turns the flags given
+// into the driver::Setting of the run: the model's own (driver::defaultSetting)
+// with every flag given applied, checked once (driver::checkSetting).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
+#include "driver/model.h"
 #include "tools/command.h"
-#include "tools/model_source.h"
 
 namespace txl::tools {
 
@@ -29,13 +31,14 @@ struct ModelFlags {
   // `withBatch`: the command accepts --batch.
   void add(CLI::App& cmd, bool withBatch = true);
   // Applies --threads, then loads the model.
-  ModelSource open() const;
-  SourceOptions sourceOptions() const;  // --weights and --vocab
-  ResolvedSetting setting(const ModelSource& m) const;
-  ModelOptions options(const ModelSource& m) const;  // checks pipeline flags against an artifact
+  Model open() const;
+  OpenOptions openOptions() const;  // --weights and --vocab
+  // The setting; for a `run` (not a recompile), --passes or --disable-pass
+  // with an artifact is refused first (it is compiled with its pipeline).
+  Setting setting(const Model& m, bool run = true) const;
 };
 
-// Sets the OpenMP thread count (0: leave OpenMP's default).
-void applyThreads(int threads);
+// --passes / --disable-pass given for an artifact: txl::Error.
+void checkPipelineFlags(const Model& m, const PipelineFlags& flags);
 
 }  // namespace txl::tools

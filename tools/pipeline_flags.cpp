@@ -20,8 +20,7 @@ void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
                  "the reference)");
 }
 
-ModelOptions PipelineFlags::resolve() const {
-  ModelOptions options;
+void PipelineFlags::apply(Setting& options) const {
   options.backend = backend;
   if (!passes.empty()) options.pipeline.passes = passes::parsePassList(passes);
   for (const auto& name : disabled) {
@@ -37,7 +36,6 @@ ModelOptions PipelineFlags::resolve() const {
   options.pipeline.manager.printAfterAll = printAfterAll;
   options.pipeline.manager.timePasses = timePasses;
   options.pipeline.manager.log = &std::cerr;
-  return options;
 }
 
 }  // namespace txl::tools

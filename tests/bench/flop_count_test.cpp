@@ -7,32 +7,32 @@
 #include <catch2/catch.hpp>
 
 #include "frontend/model_spec.h"
-#include "tools/flop_count.h"
-#include "tools/model_setup.h"
+#include "driver/flop_count.h"
+#include "driver/compile.h"
 
 namespace {
 
 using namespace txl;
 
-tools::FlopCount flopsWith(const frontend::ModelSpec& spec, const std::optional<std::vector<std::string>>& passes,
+driver::FlopCount flopsWith(const frontend::ModelSpec& spec, const std::optional<std::vector<std::string>>& passes,
                            std::set<std::string> disabled = {}, std::int64_t qlen = 80,
                            const char* target = "reference") {
-  passes::PipelineOptions pipeline;
-  pipeline.passes = passes;
-  pipeline.disabled = std::move(disabled);
-  const frontend::SegmentShape shape = frontend::defaultShape(spec, 1, qlen, 160);
-  const ir::Graph g = tools::buildOptimizedGraph(spec, shape, {false, false}, pipeline, tools::targetInfo(target));
-  return tools::countFlops(g);
+  driver::Setting setting = driver::defaultSetting(driver::modelFrom(spec, {}));
+  setting.pipeline.passes = passes;
+  setting.pipeline.disabled = std::move(disabled);
+  setting.backend = target;
+  const ir::Graph g = driver::buildOptimizedGraph(spec, setting, {qlen, 160, {false, false}, false});
+  return driver::countFlops(g);
 }
 
 }  // namespace
 
 TEST_CASE("useful FLOPs: the same for every memory form", "[bench][flops]") {
   const frontend::ModelSpec spec = frontend::loadModelSpec(std::string(TXL_BENCH_DIR) + "/enwik8_base.json");
-  const tools::FlopCount kv = flopsWith(spec, std::nullopt);
-  const tools::FlopCount hidden = flopsWith(spec, std::nullopt, {"cache-projected-memory"});
-  const tools::FlopCount literal = flopsWith(spec, std::vector<std::string>{});
-  const tools::FlopCount unwindowed = flopsWith(spec, std::nullopt, {"cache-projected-memory", "window-memory"});
+  const driver::FlopCount kv = flopsWith(spec, std::nullopt);
+  const driver::FlopCount hidden = flopsWith(spec, std::nullopt, {"cache-projected-memory"});
+  const driver::FlopCount literal = flopsWith(spec, std::vector<std::string>{});
+  const driver::FlopCount unwindowed = flopsWith(spec, std::nullopt, {"cache-projected-memory", "window-memory"});
   // kv: only new rows are projected, so the graph does exactly the useful work.
   CHECK(kv.graph == Approx(kv.useful).epsilon(1e-12));
   // hidden: the qkv projection runs over [memory; new] (through a mem_window,
@@ -54,8 +54,8 @@ TEST_CASE("useful FLOPs: the same for the fused and the unfused attention", "[be
   const frontend::ModelSpec spec = frontend::loadModelSpec(std::string(TXL_BENCH_DIR) + "/enwik8_base.json");
   for (std::int64_t qlen : {1, 80}) {
     INFO("qlen " << qlen);
-    const tools::FlopCount fused = flopsWith(spec, std::nullopt, {}, qlen, "reference");
-    const tools::FlopCount unfused = flopsWith(spec, std::nullopt, {"fuse-attention"}, qlen, "onednn");
+    const driver::FlopCount fused = flopsWith(spec, std::nullopt, {}, qlen, "reference");
+    const driver::FlopCount unfused = flopsWith(spec, std::nullopt, {"fuse-attention"}, qlen, "onednn");
     CHECK(fused.useful == Approx(unfused.useful).epsilon(1e-12));
     CHECK(fused.graph == Approx(unfused.graph).epsilon(1e-12));
   }

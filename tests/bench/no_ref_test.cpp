@@ -10,7 +10,7 @@
 
 #include "backend/onednn_executor.h"
 #include "frontend/model_loader.h"
-#include "tools/model_setup.h"
+#include "driver/compile.h"
 
 namespace {
 
@@ -34,10 +34,11 @@ std::vector<std::string> refSteps(const Case& c) {
   frontend::LoadOptions load;
   load.randomWeights = true;
   frontend::LoadedModel m = frontend::loadModel(std::string(TXL_BENCH_DIR) + "/" + c.spec, std::nullopt, load);
-  tools::RunSettings settings;
-  settings.batch = c.batch;
-  settings.memLen = c.memLen;
-  auto model = tools::compileModel(m.spec, ir::TensorMap(m.weights.begin(), m.weights.end()), settings, {});
+  const driver::Model dm = driver::modelFrom(m.spec, ir::TensorMap(m.weights.begin(), m.weights.end()));
+  driver::Setting setting = driver::defaultSetting(dm);
+  setting.batch = c.batch;
+  setting.memLen = c.memLen;
+  auto model = driver::compile(dm, setting);
   backend::Session s(model);
   std::mt19937_64 rng(1);
   std::vector<std::string> found;
@@ -75,7 +76,7 @@ TEST_CASE("bench specs: no ref implementation in any plan step", "[bench][onednn
   }
 }
 
-// Sessions build their graphs for the executor's target (tools::targetInfo):
+// Sessions build their graphs for the executor's target (driver::targetInfo):
 // the oneDNN target declines rel_attention at <= 4 query rows (one generated
 // token runs faster unfused), so a step's graph keeps the unfused attention
 // while a segment's is fused; the reference backend is asked nothing.
@@ -83,12 +84,12 @@ TEST_CASE("session graphs ask the executor's target which fusions run fast", "[b
   frontend::LoadOptions load;
   load.randomWeights = true;
   frontend::LoadedModel m = frontend::loadModel(std::string(TXL_BENCH_DIR) + "/enwik8_base.json", std::nullopt, load);
-  tools::RunSettings settings;
-  settings.memLen = 160;
+  const driver::Model dm = driver::modelFrom(m.spec, ir::TensorMap(m.weights.begin(), m.weights.end()));
+  driver::Setting setting = driver::defaultSetting(dm);
+  setting.memLen = 160;
   const auto fused = [&](const char* backendName, std::int64_t qlen) {
-    tools::ModelOptions options;
-    options.backend = backendName;
-    auto model = tools::compileModel(m.spec, ir::TensorMap(m.weights.begin(), m.weights.end()), settings, options);
+    setting.backend = backendName;
+    auto model = driver::compile(dm, setting);
     const ir::Graph g = model->buildGraph({qlen, 160, {true, false}, false});
     int n = 0;
     for (ir::Node node : g.nodes()) n += g.kind(node) == ir::OpKind::RelAttention;

@@ -23,7 +23,7 @@
 
 #include "frontend/safetensors.h"
 #include "tests/robustness/run_process.h"
-#include "tools/content_hash.h"
+#include "driver/content_hash.h"
 #include "tools/exit_codes.h"
 
 namespace fs = std::filesystem;
@@ -82,7 +82,7 @@ std::string weightsWith(const std::string& tensor, std::int64_t element, float v
 
 // A crafted artifact: the manifest of `art` changed by `edit`, the data section
 // moved after it, the header lengths and the checksum fixed up (the layout of
-// tools/artifact.h), so that reading reaches the manifest checks.
+// driver/artifact.h), so that reading reaches the manifest checks.
 std::string artifactWithManifest(const std::string& art, const std::function<void(nlohmann::json&)>& edit) {
   auto get64 = [&](std::size_t at) {
     std::uint64_t v = 0;
@@ -102,7 +102,7 @@ std::string artifactWithManifest(const std::string& art, const std::function<voi
   put64(out, 24, manifest.size());
   put64(out, 32, newDOff);
   put64(out, 48, out.size());
-  put64(out, out.size() - 8, txl::tools::contentHash(out.data(), out.size() - 8));
+  put64(out, out.size() - 8, txl::driver::contentHash(out.data(), out.size() - 8));
   return out;
 }
 

@@ -20,7 +20,7 @@
 #include "frontend/safetensors.h"
 #include "ir/check.h"
 #include "tests/robustness/run_process.h"
-#include "tools/artifact.h"
+#include "driver/artifact.h"
 
 namespace fs = std::filesystem;
 using namespace txl;
@@ -103,7 +103,7 @@ TEST_CASE("txlc compile killed mid-write leaves no partial artifact", "[robustne
   if (!fs::exists(dest)) {
     CHECK(caught);
   } else {
-    CHECK_NOTHROW(tools::readArtifact(dest));
+    CHECK_NOTHROW(driver::readArtifact(dest));
   }
   fs::remove_all(dir);
 }

@@ -13,7 +13,7 @@
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "frontend/weights.h"
-#include "tools/model_setup.h"
+#include "driver/compile.h"
 
 namespace txl::test {
 
@@ -29,12 +29,12 @@ inline std::shared_ptr<backend::CompiledModel> conformanceModel(const std::strin
       frontend::parseModelSpec(nlohmann::json::parse(text.str())["config"], dir + "/case.json");
   auto file = frontend::SafetensorsFile::open(dir + "/weights.safetensors");
   frontend::WeightMap weights = frontend::bindWeights(spec, file);
-  tools::RunSettings settings;
-  settings.batch = batch;
-  tools::ModelOptions options;
-  options.backend = backend;
-  if (literal) options.pipeline.passes = std::vector<std::string>{};
-  return tools::compileModel(spec, weights, settings, options);
+  const driver::Model model = driver::modelFrom(spec, weights);
+  driver::Setting setting = driver::defaultSetting(model);
+  setting.batch = batch;
+  setting.backend = backend;
+  if (literal) setting.pipeline.passes = std::vector<std::string>{};
+  return driver::compile(model, setting);
 }
 
 // `segments` segments of i64[qlen, batch] token ids in [0, nToken), seeded.

@@ -7,7 +7,7 @@
 #include "backend/session.h"
 #include "frontend/model_spec.h"
 #include "frontend/weights.h"
-#include "tools/model_setup.h"
+#include "driver/compile.h"
 
 using namespace txl;
 
@@ -26,14 +26,14 @@ frontend::ModelSpec spec(std::int64_t memLen, bool preNorm, const char* semantic
 std::shared_ptr<backend::CompiledModel> compile(const frontend::ModelSpec& s, const frontend::WeightMap& w,
                                                 const std::string& backend, const std::string& memory,
                                                 std::optional<frontend::InitialMemory> initial = std::nullopt) {
-  tools::ModelOptions options;
-  options.backend = backend;
-  if (memory == "literal") options.pipeline.passes = std::vector<std::string>{};
-  if (memory == "hidden") options.pipeline.disabled.insert("cache-projected-memory");
-  tools::RunSettings settings;
-  settings.batch = kBatch;
-  settings.initialMemory = initial;
-  return tools::compileModel(s, w, settings, options);
+  const driver::Model model = driver::modelFrom(s, w);
+  driver::Setting setting = driver::defaultSetting(model);
+  setting.backend = backend;
+  if (memory == "literal") setting.pipeline.passes = std::vector<std::string>{};
+  if (memory == "hidden") setting.pipeline.disabled.insert("cache-projected-memory");
+  setting.batch = kBatch;
+  if (initial) setting.initialMemory = *initial;
+  return driver::compile(model, setting);
 }
 
 ir::Tensor ids(std::mt19937& rng, std::int64_t qlen) {
@@ -165,11 +165,11 @@ TEST_CASE("fully masked rows: refused with the authors' semantics, uniform with 
   {
     // A run setting that makes every row fully masked is refused before anything runs.
     const auto authors = spec(6, false, "authors");
-    tools::RunSettings settings;
-    settings.memLen = 0;
-    settings.sameLength = true;
-    CHECK_THROWS_WITH(tools::compileModel(authors, frontend::randomWeights(authors, 7), settings, {}),
-                      Catch::Contains("--same-length needs a mem_len above 0"));
+    const driver::Model model = driver::modelFrom(authors, frontend::randomWeights(authors, 7));
+    driver::Setting setting = driver::defaultSetting(model);
+    setting.memLen = 0;
+    setting.sameLength = true;
+    CHECK_THROWS_WITH(driver::compile(model, setting), Catch::Contains("--same-length: needs a mem_len above 0"));
   }
   const auto s = spec(0, false, "huggingface", true);
   auto w = weights(s);

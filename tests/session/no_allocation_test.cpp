@@ -19,7 +19,7 @@
 #include "backend/session.h"
 #include "frontend/model_spec.h"
 #include "frontend/weights.h"
-#include "tools/model_setup.h"
+#include "driver/compile.h"
 
 namespace {
 thread_local bool counting = false;
@@ -85,12 +85,12 @@ std::shared_ptr<backend::CompiledModel> compile(const std::string& memory, std::
   nlohmann::json j = {{"n_token", 37}, {"n_layer", 2},  {"n_head", 3},  {"d_model", 16},        {"d_head", 5},
                       {"d_inner", 24}, {"tgt_len", 4},  {"mem_len", memLen}, {"clamp_len", 6}, {"same_length", true}};
   const frontend::ModelSpec spec = frontend::parseModelSpec(j, "tiny.json");
-  tools::ModelOptions options;
-  options.backend = "onednn";
-  if (memory == "hidden") options.pipeline.disabled.insert("cache-projected-memory");
-  tools::RunSettings settings;
-  settings.batch = 2;
-  return tools::compileModel(spec, frontend::randomWeights(spec, 3), settings, options);
+  const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 3));
+  driver::Setting setting = driver::defaultSetting(model);
+  setting.backend = "onednn";
+  if (memory == "hidden") setting.pipeline.disabled.insert("cache-projected-memory");
+  setting.batch = 2;
+  return driver::compile(model, setting);
 }
 
 std::vector<ir::Tensor> randomIds(int count, unsigned seed) {

@@ -6,7 +6,7 @@
 #include "backend/session.h"
 #include "frontend/model_spec.h"
 #include "frontend/weights.h"
-#include "tools/model_setup.h"
+#include "driver/compile.h"
 
 using namespace txl;
 
@@ -21,13 +21,13 @@ frontend::ModelSpec tinySpec(std::int64_t memLen, bool preNorm = false) {
 
 std::shared_ptr<backend::CompiledModel> compile(const frontend::ModelSpec& spec, const std::string& backend,
                                                 const std::string& memory, bool literal = false) {
-  tools::ModelOptions options;
-  options.backend = backend;
-  if (literal) options.pipeline.passes = std::vector<std::string>{};
-  if (memory == "hidden") options.pipeline.disabled.insert("cache-projected-memory");
-  tools::RunSettings settings;
-  settings.batch = 2;
-  return tools::compileModel(spec, frontend::randomWeights(spec, 7), settings, options);
+  const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 7));
+  driver::Setting setting = driver::defaultSetting(model);
+  setting.backend = backend;
+  if (literal) setting.pipeline.passes = std::vector<std::string>{};
+  if (memory == "hidden") setting.pipeline.disabled.insert("cache-projected-memory");
+  setting.batch = 2;
+  return driver::compile(model, setting);
 }
 
 ir::Tensor randomIds(std::mt19937& rng, std::int64_t qlen, std::int64_t batch, std::int64_t n) {

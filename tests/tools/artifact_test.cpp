@@ -11,11 +11,11 @@
 
 #include "frontend/model_loader.h"
 #include "ir/check.h"
-#include "tools/artifact.h"
-#include "tools/content_hash.h"
+#include "driver/artifact.h"
+#include "driver/content_hash.h"
 
 using namespace txl;
-using namespace txl::tools;
+using namespace txl::driver;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -28,8 +28,9 @@ Artifact tinyArtifact() {
   a.spec = m.spec;
   a.weights = m.weights;
   a.modelId = modelId(a.spec, a.weights);
-  a.setting = {1, 64, 64, -1, false, "hidden"};
-  a.passes = {"dce"};
+  a.setting.batch = 1, a.setting.qlen = 64, a.setting.memLen = 64, a.setting.clampLen = -1;
+  a.setting.sameLength = false;
+  a.setting.pipeline.passes = std::vector<std::string>{"dce"};  // the memory form: hidden
   a.vocabulary = nlohmann::json{{"type", "char"}, {"symbols", {"a"}}};
   a.cpuIsa = "test";
   StoredGraph g{64, 64, false, true, false, "score", nlohmann::json{{"format", "txlc-graph/1"}}, 0};
@@ -109,7 +110,7 @@ TEST_CASE("artifact round trip keeps spec, setting, graphs, vocabulary and weigh
   CHECK(b.spec.toJson() == a.spec.toJson());
   CHECK(b.setting.qlen == 64);
   CHECK(b.setting.memLen == 64);
-  CHECK(b.passes == a.passes);
+  CHECK(b.setting.pipeline.passes == a.setting.pipeline.passes);
   CHECK(*b.vocabulary == *a.vocabulary);
   REQUIRE(b.graphs.size() == 1);
   CHECK(b.graphs[0].graph == a.graphs[0].graph);

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <map>
 
-#include "tools/sampler.h"
+#include "driver/sampler.h"
 
-using namespace txl::tools;
+using namespace txl::driver;
 
 namespace {
 

@@ -8,11 +8,11 @@
 #include "frontend/model_spec.h"
 #include "frontend/weights.h"
 #include "ir/check.h"
-#include "tools/model_setup.h"
-#include "tools/scorer.h"
+#include "driver/compile.h"
+#include "driver/scorer.h"
 
 using namespace txl;
-using namespace txl::tools;
+using namespace txl::driver;
 
 namespace {
 
@@ -29,13 +29,13 @@ std::vector<std::int64_t> sequence(std::int64_t n, std::int64_t nToken) {
 
 ScoreResult score(const frontend::ModelSpec& spec, std::span<const std::int64_t> ids, std::int64_t batch,
                   std::int64_t qlen, std::int64_t memLen, bool perToken = false) {
-  RunSettings settings;
-  settings.batch = batch;
-  settings.memLen = memLen;
-  ModelOptions options;
-  options.backend = "reference";
-  options.pipeline.passes = std::vector<std::string>{};  // the literal graph: this tests the scorer, not the passes
-  auto model = compileModel(spec, frontend::randomWeights(spec, 1), settings, options);
+  const Model m = modelFrom(spec, frontend::randomWeights(spec, 1));
+  Setting setting = defaultSetting(m);
+  setting.batch = batch;
+  setting.memLen = memLen;
+  setting.backend = "reference";
+  setting.pipeline.passes = std::vector<std::string>{};  // the literal graph: this tests the scorer, not the passes
+  auto model = compile(m, setting);
   backend::Session session(model);
   ScoreOptions so;
   so.qlen = qlen;

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "ir/check.h"
-#include "tools/text_source.h"
+#include "driver/text_source.h"
 
-using namespace txl::tools;
+using namespace txl::driver;
 
 TEST_CASE("token ids: whitespace separated, checked against n_token with line and column", "[text]") {
   CHECK(parseTokenIds(" 1 2\n3\t4 \n", "ids.txt", 10) == std::vector<std::int64_t>{1, 2, 3, 4});

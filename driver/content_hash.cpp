@@ -1,11 +1,11 @@
-// tools/content_hash.cpp - ContentHash.
-#include "tools/content_hash.h"
+// driver/content_hash.cpp - ContentHash.
+#include "driver/content_hash.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
-namespace txl::tools {
+namespace txl::driver {
 
 namespace {
 
@@ -69,4 +69,4 @@ std::string hex64(std::uint64_t v) {
   return buf;
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,4 +1,4 @@
-// tools/content_hash.h - a fast 64-bit content hash for checksums and model ids.
+// driver/content_hash.h - a fast 64-bit content hash for checksums and model ids.
 //
 // Not cryptographic: it detects corruption and tells models apart. Four
 // 64-bit lanes each take one little-endian word of every 32-byte block
@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-namespace txl::tools {
+namespace txl::driver {
 
 class ContentHash {
  public:
@@ -37,4 +37,4 @@ class ContentHash {
 std::uint64_t contentHash(const void* data, std::size_t size);
 std::string hex64(std::uint64_t v);  // 16 lowercase hex digits
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,4 +1,4 @@
-// tools/bench.cpp - runBench() and the probes (bench.h, docs/PERFORMANCE.md).
+// driver/bench.cpp - runBench() and the probes (bench.h, docs/PERFORMANCE.md).
 //
 // Algorithm (runBench):
 //   1. Probe the machine in a child process: `self bench-probe` prints the
@@ -18,7 +18,7 @@
 //   6. --profile: the steady-state plan again, with per-step timing.
 //   7. --sliding-window L: the vanilla evaluation (a fresh forward of L
 //      tokens without memory per predicted token) against the timed one.
-#include "tools/bench.h"
+#include "driver/bench.h"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -44,9 +44,9 @@
 #include "frontend/safetensors.h"
 #include "frontend/weights.h"
 #include "ir/check.h"
-#include "tools/flop_count.h"
+#include "driver/flop_count.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 namespace {
 
@@ -303,7 +303,11 @@ BenchReport runBench(const BenchOptions& o) {
   frontend::LoadedModel m = frontend::loadModel(o.model, o.weights, load);
   for (const auto& w : m.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
   if (o.randomWeights) m.weights = fileBackedWeights(m.spec, m.weights);
-  RunSettings settings;
+  ir::TensorMap weights(m.weights.begin(), m.weights.end());
+  const Model model0 = modelFrom(m.spec, weights, o.model);
+  Setting settings = defaultSetting(model0);
+  settings.backend = o.setting.backend, settings.pipeline = o.setting.pipeline;
+  settings.qlen = std::max<std::int64_t>(m.spec.tgt_len, 1);  // sizes the state windows, as a stream of the spec's
   settings.batch = o.batch;
   if (o.memLen) settings.memLen = *o.memLen;
   r.qlen = o.qlen.value_or(m.spec.tgt_len > 0 ? m.spec.tgt_len : 1);
@@ -312,8 +316,7 @@ BenchReport runBench(const BenchOptions& o) {
     settings.memLen = *o.slidingWindow - 1;
   }
   if (r.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(r.qlen));
-  ir::TensorMap weights(m.weights.begin(), m.weights.end());
-  auto model = compileModel(m.spec, weights, settings, o.model_options);
+  auto model = compile(model0, settings);
   r.memLen = model->info().memLen;
   Streams streams{m.spec, o.batch, std::mt19937_64(o.seed + 1)};
 
@@ -372,11 +375,10 @@ BenchReport runBench(const BenchOptions& o) {
   // 7. The vanilla sliding-window evaluation at the same attention length.
   if (o.slidingWindow) {
     const std::int64_t L = *o.slidingWindow;
-    RunSettings vanilla;
-    vanilla.batch = o.batch;
+    Setting vanilla = settings;
     vanilla.memLen = 0;
     vanilla.sameLength = false;
-    auto vmodel = compileModel(m.spec, weights, vanilla, o.model_options);
+    auto vmodel = compile(model0, vanilla);
     backend::Session v(vmodel);
     v.forward(streams.tokens(L), nullptr, false);  // builds the plan
     std::vector<double> vms;
@@ -524,4 +526,4 @@ std::string benchText(const BenchReport& r) {
   return out.str();
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

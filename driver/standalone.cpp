@@ -1,5 +1,5 @@
-// tools/standalone.cpp - writing and finding the standalone trailer.
-#include "tools/standalone.h"
+// driver/standalone.cpp - writing and finding the standalone trailer.
+#include "driver/standalone.h"
 #include "frontend/atomic_file.h"
 
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 
 #include "ir/check.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 namespace {
 
@@ -86,4 +86,4 @@ void writeStandalone(const std::string& path, const std::vector<std::byte>& arti
   out.commit();  // created 0755: no fchmod needed
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

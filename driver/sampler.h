@@ -1,4 +1,4 @@
-// tools/sampler.h - choosing the next token from log-probabilities.
+// driver/sampler.h - choosing the next token from log-probabilities.
 //
 // Reproducible across standard libraries: the only randomness is
 // std::mt19937_64 (whose output the standard fixes), turned into a uniform
@@ -21,7 +21,7 @@
 #include <span>
 #include <vector>
 
-namespace txl::tools {
+namespace txl::driver {
 
 struct SamplerOptions {
   bool greedy = false;
@@ -42,4 +42,4 @@ class Sampler {
   std::vector<std::pair<double, std::int64_t>> candidates_;
 };
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,4 +1,4 @@
-// tools/artifact.h - the compiled artifact: one file holding everything a run needs.
+// driver/artifact.h - the compiled artifact: one file holding everything a run needs.
 //
 // Layout (docs/ARTIFACT.md is the full description):
 //   header    64 bytes: magic "TXLCART\0", format version, offsets and lengths
@@ -11,7 +11,7 @@
 // before anything is used; every problem is one txl::Error line naming the
 // file. Weights view the mapped file (no copy).
 //
-//   Artifact a = buildArtifact(...);            // tools/cmd_compile.cpp
+//   Artifact a = buildArtifact(model, setting);   // driver/compile.h
 //   writeArtifact("kjv.txla", a);                 // atomic: temporary + rename
 //   LoadedArtifact b = readArtifact("kjv.txla");
 //   b.artifact.weights.at("r_w_bias");
@@ -25,30 +25,20 @@
 #include <string>
 #include <vector>
 
+#include "driver/setting.h"
 #include "frontend/model_spec.h"
 #include "ir/tensor.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 inline constexpr char kArtifactMagic[8] = {'T', 'X', 'L', 'C', 'A', 'R', 'T', '\0'};
 inline constexpr std::uint32_t kArtifactVersion = 2;  // 2: padded warm-up graphs
 inline constexpr std::size_t kArtifactHeaderBytes = 64;
 inline constexpr const char* kTxlcVersion = "0.1.0";
 // The executor whose fast paths an artifact's graphs are optimized for
-// (model_setup.h targetInfo()): at compile and when a load rebuilds the
+// (driver/compile.h targetInfo()): at compile and when a load rebuilds the
 // main graph to check it, whatever --backend the run then uses.
 inline constexpr const char* kArtifactTarget = "onednn";
-
-// The setting an artifact is compiled for.
-struct ArtifactSetting {
-  std::int64_t batch = 1;
-  std::int64_t qlen = 0;
-  std::int64_t memLen = 0;
-  std::int64_t clampLen = -1;
-  bool sameLength = false;
-  std::string memory = "kv";  // the memory form: kv (projected keys and values) or hidden (layer inputs)
-  frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;  // how a stream's memory starts
-};
 
 // One optimized segment graph, stored as graph JSON (ir/json_io.h).
 struct StoredGraph {
@@ -64,8 +54,11 @@ struct Artifact {
   std::string txlcVersion;
   std::string modelId;      // modelId(spec, weights), 16 hex digits
   frontend::ModelSpec spec;
-  ArtifactSetting setting;
-  std::vector<std::string> passes;  // the pipeline the graphs went through, in order
+  // The setting compiled for: batch, qlen, mem_len, clamp_len, same_length,
+  // and in pipeline.passes the passes the graphs went through, in order (the
+  // manifest's "memory" is memoryForm() of it). Threads and backend are the
+  // run's, not stored.
+  Setting setting;
   std::optional<nlohmann::json> vocabulary;  // Vocabulary::toJson(), when the model has one
   std::string cpuIsa;       // the CPU the artifact was compiled on (informational)
   std::vector<StoredGraph> graphs;
@@ -102,4 +95,4 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
 // True if the file starts with the artifact magic (false for unreadable files).
 bool looksLikeArtifact(const std::string& path);
 
-}  // namespace txl::tools
+}  // namespace txl::driver

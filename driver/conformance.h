@@ -1,4 +1,4 @@
-// tools/conformance.h - run a conformance case through one session and
+// driver/conformance.h - run a conformance case through one session and
 // compare every segment. Two formats: txl-conformance/1 (tests/conformance/*,
 // computed by the authors' PyTorch code) and txl-conformance-hf/1
 // (tests/conformance-hf/*, computed by Hugging Face's TransfoXLLMHeadModel);
@@ -15,9 +15,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "tools/model_setup.h"
+#include "driver/setting.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 struct TensorComparison {
   std::string name;         // "seg1.hidden", "seg0.mem2"
@@ -39,9 +39,10 @@ struct CaseResult {
 };
 
 // Never throws for a bad case: the error is reported in the result.
-CaseResult runConformanceCase(const std::string& dir, const ModelOptions& options);
+// `base` gives the backend, the pipeline and the threads; the case, its model and batch.
+CaseResult runConformanceCase(const std::string& dir, const Setting& base);
 
 std::string formatCaseLine(const CaseResult& result);  // one line per case
 nlohmann::json caseToJson(const CaseResult& result);
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,4 +1,4 @@
-// tools/bench.h - the benchmark harness behind `txlc bench` (docs/PERFORMANCE.md).
+// driver/bench.h - the benchmark harness behind `txlc bench` (docs/PERFORMANCE.md).
 //
 // runBench() loads a model (random seeded weights allowed), compiles it for
 // one run setting, optionally fills the recurrent memory first (--prefill:
@@ -24,9 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/model_setup.h"
+#include "driver/compile.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 struct BenchOptions {
   std::string model;
@@ -45,7 +45,7 @@ struct BenchOptions {
   bool probe = true;
   std::int64_t probeMiB = 1024;  // bandwidth array
   std::string self;              // the txlc executable, for the probe child (default /proc/self/exe)
-  ModelOptions model_options;
+  Setting setting;  // the backend and the pipeline (batch, lengths and threads: the fields above)
 };
 
 struct Latency {
@@ -101,4 +101,4 @@ ProbeResult runProbes(int threads, std::int64_t probeMiB);
 nlohmann::json probeJson(const ProbeResult& p);
 ProbeResult runProbeChild(const std::string& self, int threads, std::int64_t probeMiB);
 
-}  // namespace txl::tools
+}  // namespace txl::driver

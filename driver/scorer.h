@@ -1,4 +1,4 @@
-// tools/scorer.h - scoring a token sequence as the reference's eval.py does.
+// driver/scorer.h - scoring a token sequence as the reference's eval.py does.
 //
 // The sequence is cut into `batch` contiguous streams (the reference's
 // LMOrderedIterator: stream b holds tokens [b*n, (b+1)*n) with n = size/batch;
@@ -19,7 +19,7 @@
 
 #include "backend/session.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 struct ScoreOptions {
   std::int64_t qlen = 64;
@@ -44,4 +44,4 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
 // The check scoreTokens() makes first, for a command to make before it compiles anything.
 void checkScoreLength(std::int64_t tokens, std::int64_t batch, const std::string& source);
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,11 +1,11 @@
-// tools/flop_count.cpp - countFlops(): 2·M·N·K per matrix product, constants
+// driver/flop_count.cpp - countFlops(): 2·M·N·K per matrix product, constants
 // excluded, projections of remembered rows discounted (flop_count.h).
-#include "tools/flop_count.h"
+#include "driver/flop_count.h"
 
 #include "passes/rewrite_utils.h"
-#include "tools/graph_stats.h"
+#include "driver/graph_stats.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 namespace {
 
@@ -52,4 +52,4 @@ FlopCount countFlops(const ir::Graph& g) {
   return f;
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

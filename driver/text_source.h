@@ -1,4 +1,4 @@
-// tools/text_source.h - reading the text and token-id inputs of commands.
+// driver/text_source.h - reading the text and token-id inputs of commands.
 //
 // Every problem is one txl::Error line naming the file and the place:
 //   ids.txt: line 2 column 5: expected a token id in [0, 73), got "-1"
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace txl::tools {
+namespace txl::driver {
 
 // The whole file; "-" reads stdin.
 std::string readTextFile(const std::string& path);
@@ -23,4 +23,4 @@ std::vector<std::int64_t> readTokenIds(const std::string& path, std::int64_t nTo
 std::vector<std::vector<std::int64_t>> parseTokenStreams(std::string_view text, const std::string& source,
                                                          std::int64_t nToken);
 
-}  // namespace txl::tools
+}  // namespace txl::driver

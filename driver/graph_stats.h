@@ -1,4 +1,4 @@
-// tools/graph_stats.h - what one segment graph costs: ops per kind, FLOPs and
+// driver/graph_stats.h - what one segment graph costs: ops per kind, FLOPs and
 // bytes moved per segment (formulas in docs/PASSES.md).
 //
 //   GraphStats s = graphStats(g, /*hoistConstants=*/true);
@@ -13,7 +13,7 @@
 
 #include "ir/graph.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 struct GraphStats {
   std::map<std::string, std::int64_t> ops;  // node count per op name, as the IR prints it
@@ -40,4 +40,4 @@ GraphStats graphStats(const ir::Graph& g, bool hoistConstants);
 // {"ops": {...}, "flops_per_segment": N, "bytes_per_segment": N}
 nlohmann::json statsToJson(const GraphStats& s);
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,5 +1,5 @@
-// tools/artifact.cpp - writing and reading compiled artifacts.
-#include "tools/artifact.h"
+// driver/artifact.cpp - writing and reading compiled artifacts.
+#include "driver/artifact.h"
 #include "frontend/atomic_file.h"
 
 #include <fcntl.h>
@@ -14,9 +14,9 @@
 
 #include "ir/check.h"
 #include "ir/types.h"
-#include "tools/content_hash.h"
+#include "driver/content_hash.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 namespace {
 
@@ -103,8 +103,8 @@ nlohmann::json manifestJson(const Artifact& a, const WeightLayout& layout) {
             {"clamp_len", a.setting.clampLen},
             {"same_length", a.setting.sameLength},
             {"initial_memory", frontend::initialMemoryName(a.setting.initialMemory)},
-            {"memory", a.setting.memory}}},
-          {"passes", a.passes},
+            {"memory", memoryForm(a.setting)}}},
+          {"passes", a.setting.pipeline.passes.value_or(std::vector<std::string>{})},
           {"vocabulary", a.vocabulary ? *a.vocabulary : nlohmann::json(nullptr)},
           {"graphs", graphs},
           {"weights", weights}};
@@ -235,7 +235,7 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
   a.setting.memLen = r.integer(s, "/setting", "mem_len");
   a.setting.clampLen = r.integer(s, "/setting", "clamp_len");
   a.setting.sameLength = r.boolean(s, "/setting", "same_length");
-  a.setting.memory = r.string(s, "/setting", "memory");
+  const std::string memory = r.string(s, "/setting", "memory");
   // Artifacts written before the setting existed start the authors' way.
   a.setting.initialMemory = a.spec.defaultInitialMemory();
   if (s.is_object() && s.contains("initial_memory"))
@@ -243,13 +243,14 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
         frontend::parseInitialMemory(r.string(s, "/setting", "initial_memory"), name + ": manifest /setting/initial_memory");
   if (a.setting.batch < 1 || a.setting.qlen < 1 || a.setting.memLen < 0)
     r.fail("/setting", "expected batch >= 1, qlen >= 1, mem_len >= 0, got " + s.dump());
-  if (a.setting.memory != "hidden" && a.setting.memory != "kv")
-    r.fail("/setting/memory", "expected \"kv\" or \"hidden\", got \"" + a.setting.memory + "\"");
+  if (memory != "hidden" && memory != "kv")
+    r.fail("/setting/memory", "expected \"kv\" or \"hidden\", got \"" + memory + "\"");
   const auto& passes = r.at(m, "", "passes");
   if (!passes.is_array()) r.fail("/passes", "expected an array of pass names");
+  a.setting.pipeline.passes.emplace();
   for (const auto& p : passes) {
     if (!p.is_string()) r.fail("/passes", "expected an array of pass names");
-    a.passes.push_back(p.get<std::string>());
+    a.setting.pipeline.passes->push_back(p.get<std::string>());
   }
   if (const auto& v = r.at(m, "", "vocabulary"); !v.is_null()) a.vocabulary = v;
 
@@ -369,4 +370,4 @@ bool looksLikeArtifact(const std::string& path) {
   return n == 8 && std::memcmp(magic, kArtifactMagic, 8) == 0;
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

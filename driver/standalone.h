@@ -1,10 +1,10 @@
-// tools/standalone.h - `txlc compile --emit exe`: txlc with an artifact appended.
+// driver/standalone.h - `txlc compile --emit exe`: txlc with an artifact appended.
 //
 // A standalone executable is a copy of the running txlc binary, zero padding
 // to a 64-byte boundary, the artifact, and a 24-byte trailer:
 //   u64 offset of the artifact, u64 its length, 8 bytes magic "TXLCEXE\0"
 // (little-endian). At startup main() calls detectEmbeddedArtifact()
-// (tools/model_source.h), which reads the trailer of /proc/self/exe; when it
+// (driver/model.h), which reads the trailer of /proc/self/exe; when it
 // is there, the commands take the embedded artifact as their MODEL and do not
 // ask for one. The ELF loader ignores bytes after the sections it maps, so the
 // copy still runs; it needs nothing beside it and works from any directory.
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace txl::tools {
+namespace txl::driver {
 
 inline constexpr char kStandaloneMagic[8] = {'T', 'X', 'L', 'C', 'E', 'X', 'E', '\0'};
 inline constexpr std::size_t kStandaloneTrailerBytes = 24;
@@ -35,4 +35,4 @@ std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path);
 // carries is left out) to `path` with `artifact` appended; atomic.
 void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact);
 
-}  // namespace txl::tools
+}  // namespace txl::driver

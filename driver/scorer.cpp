@@ -1,9 +1,9 @@
-// tools/scorer.cpp - scoreTokens().
-#include "tools/scorer.h"
+// driver/scorer.cpp - scoreTokens().
+#include "driver/scorer.h"
 
 #include "ir/check.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 void checkScoreLength(std::int64_t tokens, std::int64_t batch, const std::string& source) {
   if (tokens / batch < 2)
@@ -52,4 +52,4 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
   return r;
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

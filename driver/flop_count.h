@@ -1,4 +1,4 @@
-// tools/flop_count.h - the multiply-add work a segment graph must do.
+// driver/flop_count.h - the multiply-add work a segment graph must do.
 //
 // countFlops() walks the matrix products of a graph (linear, fused_linear,
 // matmul) and counts 2·M·N·K floating-point operations for each. Two
@@ -24,7 +24,7 @@
 
 #include "ir/graph.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 struct FlopCount {
   double useful = 0;  // FLOPs the optimized computation must do
@@ -34,4 +34,4 @@ struct FlopCount {
 
 FlopCount countFlops(const ir::Graph& g);
 
-}  // namespace txl::tools
+}  // namespace txl::driver

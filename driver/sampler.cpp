@@ -1,12 +1,12 @@
-// tools/sampler.cpp - Sampler.
-#include "tools/sampler.h"
+// driver/sampler.cpp - Sampler.
+#include "driver/sampler.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "ir/check.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 std::int64_t Sampler::next(std::span<const float> logprob) {
   TXL_CHECK(!logprob.empty(), "empty distribution");
@@ -56,4 +56,4 @@ std::int64_t Sampler::next(std::span<const float> logprob) {
   return candidates_[keep - 1].second;
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,5 +1,5 @@
-// tools/conformance.cpp - runConformanceCase().
-#include "tools/conformance.h"
+// driver/conformance.cpp - runConformanceCase().
+#include "driver/conformance.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,13 +8,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "driver/compile.h"
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "frontend/weights.h"
 #include "ir/check.h"
 #include "passes/pipeline.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 namespace {
 
@@ -44,7 +45,7 @@ double badness(const TensorComparison& c, const CaseResult& r) {
   return std::max(c.maxViolation, r.relL2 > 0 ? c.relL2 / r.relL2 : 0.0);
 }
 
-void run(const std::string& dir, const ModelOptions& options, CaseResult& result) {
+void run(const std::string& dir, const Setting& base, CaseResult& result) {
   std::string casePath = dir + "/case.json";
   std::ifstream in(casePath);
   if (!in) throw Error(casePath + ": cannot open");
@@ -67,27 +68,27 @@ void run(const std::string& dir, const ModelOptions& options, CaseResult& result
   // initial memory the case names.
   const bool hf = format == "txl-conformance-hf/1";
   frontend::ModelSpec spec;
-  RunSettings settings;
+  frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;
   if (hf) {
     if (!c.contains("config") || !c.at("config").is_string())
       throw Error(casePath + ": /config: expected the name of the case's config.json");
     spec = frontend::loadModelSpec(dir + "/" + c.at("config").get<std::string>());
     spec.semantics = frontend::Semantics::HuggingFace;
-    settings.initialMemory = frontend::parseInitialMemory(c.value("initial_memory", ""), casePath + ": /initial_memory");
+    initialMemory = frontend::parseInitialMemory(c.value("initial_memory", ""), casePath + ": /initial_memory");
   } else {
     spec = frontend::parseModelSpec(c.at("config"), casePath);
     spec.semantics = frontend::Semantics::Authors;
-    settings.initialMemory = frontend::InitialMemory::Empty;
   }
   auto weightsFile =
       frontend::SafetensorsFile::open(dir + "/" + c.value("weights", hf ? "model.safetensors" : "weights.safetensors"));
   auto io = frontend::SafetensorsFile::open(dir + "/" + c.value("io", "io.safetensors"));
-  settings.batch = c.at("batch").get<std::int64_t>();
-  auto model = compileModel(spec, frontend::bindWeights(spec, weightsFile), settings, options);
-  backend::Session session(model);
-  const auto selected = passes::selectedPasses(options.pipeline);
-  result.memoryCompared =
-      std::find(selected.begin(), selected.end(), "cache-projected-memory") == selected.end();
+  const Model m = modelFrom(spec, frontend::bindWeights(spec, weightsFile), casePath);
+  Setting setting = defaultSetting(m);
+  setting.batch = c.at("batch").get<std::int64_t>();
+  setting.initialMemory = initialMemory;
+  setting.backend = base.backend, setting.pipeline = base.pipeline, setting.threads = base.threads;
+  backend::Session session(compile(m, setting));
+  result.memoryCompared = memoryForm(setting) == "hidden";
 
   const auto& segments = c.at("segments");
   for (std::size_t k = 0; k < segments.size(); ++k) {
@@ -124,12 +125,12 @@ const TensorComparison* CaseResult::worst() const {
   return w;
 }
 
-CaseResult runConformanceCase(const std::string& dir, const ModelOptions& options) {
+CaseResult runConformanceCase(const std::string& dir, const Setting& base) {
   CaseResult result;
   result.dir = dir;
   result.name = dir;
   try {
-    run(dir, options, result);
+    run(dir, base, result);
   } catch (const std::exception& e) {
     result.passed = false;
     result.error = e.what();
@@ -165,4 +166,4 @@ nlohmann::json caseToJson(const CaseResult& r) {
   return j;
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,5 +1,5 @@
-// tools/text_source.cpp - text files and token ids.
-#include "tools/text_source.h"
+// driver/text_source.cpp - text files and token ids.
+#include "driver/text_source.h"
 
 #include <cerrno>
 #include <charconv>
@@ -11,7 +11,7 @@
 
 #include "ir/check.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 std::string readTextFile(const std::string& path) {
   std::ostringstream ss;
@@ -93,4 +93,4 @@ std::vector<std::vector<std::int64_t>> parseTokenStreams(std::string_view text, 
   return streams;
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

@@ -1,9 +1,9 @@
-// tools/graph_stats.cpp - per-node FLOP and byte formulas (docs/PASSES.md).
-#include "tools/graph_stats.h"
+// driver/graph_stats.cpp - per-node FLOP and byte formulas (docs/PASSES.md).
+#include "driver/graph_stats.h"
 
 #include "passes/rewrite_utils.h"
 
-namespace txl::tools {
+namespace txl::driver {
 
 using ir::Node;
 using ir::OpKind;
@@ -109,4 +109,4 @@ nlohmann::json statsToJson(const GraphStats& s) {
           {"bytes_per_segment", static_cast<std::int64_t>(s.bytes)}};
 }
 
-}  // namespace txl::tools
+}  // namespace txl::driver

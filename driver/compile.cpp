@@ -1,0 +1,321 @@
+// driver/compile.cpp - settings, the optimized-graph builder, compile() and buildArtifact().
+#include "driver/compile.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+
+#include "backend/onednn_executor.h"
+#include "backend/onednn_target_info.h"
+#include "backend/reference_interpreter.h"
+#include "driver/content_hash.h"
+#include "frontend/initial_memory.h"
+#include "ir/check.h"
+#include "ir/json_io.h"
+
+namespace txl::driver {
+
+namespace {
+
+// The executor a backend name selects.
+bool isOnednn(const std::string& name) {
+  if (name == "onednn") return true;
+  if (name == "reference") return false;
+  throw Error("--backend: expected 'onednn' or 'reference', got '" + name + "'");
+}
+
+std::int64_t position(const std::vector<std::string>& passes, const char* name) {
+  auto it = std::find(passes.begin(), passes.end(), name);
+  return it == passes.end() ? -1 : std::int64_t(it - passes.begin());
+}
+
+std::string cpuName() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  return "unknown";
+}
+
+}  // namespace
+
+// --- the setting ---------------------------------------------------------------
+
+Setting defaultSetting(const Model& m) {
+  Setting s;
+  const frontend::ModelSpec& spec = m.spec;
+  s.qlen = spec.tgt_len > 0 ? spec.tgt_len : 64;
+  s.memLen = spec.mem_len;
+  s.clampLen = spec.clamp_len;
+  s.sameLength = spec.same_length;
+  s.initialMemory = spec.defaultInitialMemory();
+  if (m.artifact) {
+    const Setting& a = m.artifact->setting;
+    s.batch = a.batch, s.qlen = a.qlen, s.memLen = a.memLen, s.clampLen = a.clampLen, s.sameLength = a.sameLength;
+    s.initialMemory = a.initialMemory;
+    s.pipeline.passes = a.pipeline.passes;
+  }
+  return s;
+}
+
+void checkSetting(const frontend::ModelSpec& spec, const Setting& s) {
+  if (s.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(s.batch));
+  if (s.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(s.qlen));
+  if (s.memLen < 0) throw Error("--mem-len: expected a non-negative integer, got " + std::to_string(s.memLen));
+  if (s.sameLength && s.memLen == 0 && spec.semantics == frontend::Semantics::Authors)
+    throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
+  isOnednn(s.backend);
+  passes::selectedPasses(s.pipeline);  // validates the names now, not at the first segment
+}
+
+bool replans(const Model& m, const Setting& s) {
+  if (!m.artifact) return false;
+  // A different qlen alone keeps the setting: the stored shapes that still
+  // occur (the one-token step) are used, the others built as usual.
+  const Setting& a = m.artifact->setting;
+  return a.batch != s.batch || a.memLen != s.memLen || a.clampLen != s.clampLen || a.sameLength != s.sameLength ||
+         a.initialMemory != s.initialMemory;
+}
+
+void noteReplanning(const Model& m, const Setting& s) {
+  if (!replans(m, s)) return;
+  const Setting& a = m.artifact->setting;
+  std::cerr << "txlc: note: " << m.path << " was compiled for batch " << a.batch << ", qlen " << a.qlen
+            << ", mem_len " << a.memLen << ", clamp_len " << a.clampLen << ", same_length "
+            << (a.sameLength ? "true" : "false") << ", initial memory " << frontend::initialMemoryName(a.initialMemory)
+            << "; re-planning for batch " << s.batch << ", qlen " << s.qlen << ", mem_len " << s.memLen
+            << ", clamp_len " << s.clampLen << ", same_length " << (s.sameLength ? "true" : "false")
+            << ", initial memory " << frontend::initialMemoryName(s.initialMemory)
+            << " from its stored spec and pipeline" << std::endl;
+}
+
+void applyThreads(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+// --- what the setting gives the frontend and the backend -----------------------
+
+std::shared_ptr<backend::Executor> makeExecutor(const std::string& backend) {
+  return isOnednn(backend) ? backend::makeOnednnExecutor() : backend::makeReferenceExecutor();
+}
+
+const ir::TargetInfo* targetInfo(const std::string& backend) {
+  static const backend::OnednnTargetInfo onednn;
+  return isOnednn(backend) ? &onednn : nullptr;
+}
+
+frontend::SegmentShape segmentShape(const Setting& s, const backend::SegmentKey& key) {
+  return frontend::SegmentShape{s.batch, key.qlen, key.mlen, s.memLen, s.clampLen, s.sameLength, key.padded};
+}
+
+std::vector<ir::MemorySlot> memorySlots(const frontend::ModelSpec& spec, const Setting& s) {
+  std::vector<ir::MemorySlot> slots;
+  if (s.memLen == 0) return slots;
+  const std::vector<std::string> selected = passes::selectedPasses(s.pipeline);
+  const std::int64_t cache = position(selected, "cache-projected-memory"), window = position(selected, "window-memory");
+  // cache-projected-memory matches the literal concat / slice / mem_write,
+  // which window-memory replaces: after it, the slots stay hidden states.
+  const bool kv = cache >= 0 && (window < 0 || cache < window);
+  const bool windowed = window >= 0;
+  if (kv)
+    for (std::int64_t l = 0; l < spec.n_layer; ++l)
+      slots.push_back({l, {s.batch, 2 * spec.n_head * spec.d_head}, windowed});
+  else
+    for (std::int64_t l = 0; l <= spec.n_layer; ++l) slots.push_back({l, {s.batch, spec.d_model}, windowed});
+  return slots;
+}
+
+backend::ModelInfo modelInfo(const frontend::ModelSpec& spec, const Setting& s) {
+  return backend::ModelInfo{spec.n_layer,
+                            spec.d_model,
+                            spec.n_token,
+                            s.memLen,
+                            s.batch,
+                            s.qlen,
+                            spec.attn_type == 0 && s.memLen > 0,
+                            s.initialMemory == frontend::InitialMemory::Zeros && s.memLen > 0,
+                            memorySlots(spec, s)};
+}
+
+ir::SegmentSignature segmentSignature(const frontend::ModelSpec& spec, const Setting& s,
+                                      const backend::SegmentKey& key) {
+  return ir::SegmentSignature{s.batch,      key.qlen,           key.mlen,        s.memLen,
+                              spec.d_model, spec.n_token,       key.outputs.logprob, key.outputs.nll,
+                              key.padded,   memorySlots(spec, s)};
+}
+
+ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s, const backend::SegmentKey& key,
+                              ir::PassContext* ctx) {
+  const frontend::SegmentShape shape = segmentShape(s, key);
+  ir::Graph g = frontend::buildSegmentGraph(spec, shape, {key.outputs.logprob, key.outputs.nll});
+  ir::PassContext local;
+  ir::PassContext& c = ctx ? *ctx : local;
+  c.target = targetInfo(s.backend);
+  // fold-positions: one table for the longest klen a stream of this model meets.
+  if (!c.maxKlen) c.maxKlen = std::max(shape.klen(), shape.memLen + spec.tgt_len);
+  c.segment = segmentSignature(spec, s, key);
+  c.segment->memory.reset();  // the slots change form during the pipeline; the session checks the result
+  passes::runPipeline(g, s.pipeline, c);
+  return g;
+}
+
+// --- memory ------------------------------------------------------------------
+
+MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s) {
+  const double b = double(s.batch), q = double(s.qlen), m = double(s.memLen), f32 = 4;
+  MemoryEstimate e;
+  e.weights = double(spec.parameterCount()) * f32;
+  e.state = double(spec.n_layer + 1) * m * b * double(spec.d_model) * f32;
+  e.activations = (2 * b * double(spec.n_head) * q * (q + m) + q * b * double(spec.n_token) +
+                   q * b * double(spec.d_inner)) * f32;
+  return e;
+}
+
+void checkMemoryFits(const frontend::ModelSpec& spec, const Setting& s, const std::string& source) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0) return;
+  const double ram = double(pages) * double(pageSize);
+  const MemoryEstimate e = estimateMemory(spec, s);
+  if (e.total() <= ram) return;
+  auto gib = [](double bytes) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1 << 30));
+    return std::string(buf);
+  };
+  throw Error(source + ": batch " + std::to_string(s.batch) + ", qlen " + std::to_string(s.qlen) + ", mem_len " +
+              std::to_string(s.memLen) + " needs at least " + gib(e.total()) + " (weights " + gib(e.weights) +
+              ", memory " + gib(e.state) + ", segment activations " + gib(e.activations) + "); this machine has " +
+              gib(ram) + " of RAM");
+}
+
+// --- compiling ---------------------------------------------------------------
+
+namespace {
+
+// The zero initial memory's rows (ModelInfo::fullInitialMemory), in the form of each slot.
+backend::InitialRowFactory initialRows(const frontend::ModelSpec& spec, const Setting& s, const ir::TensorMap& weights) {
+  if (!(s.initialMemory == frontend::InitialMemory::Zeros && s.memLen > 0)) return {};
+  // cache-projected-memory turns every layer's slot into its keys and values.
+  const bool kvSlots = memoryForm(s) == "kv";
+  return [spec, kvSlots, w = weights](const backend::SlotLayout& slot) {
+    const bool kv = kvSlots && spec.attn_type == 0 && slot.slot < spec.n_layer;
+    return frontend::zeroMemoryRow(spec, w, slot.slot, slot.rowShape,
+                                   kv ? frontend::MemoryForm::Kv : frontend::MemoryForm::Hidden);
+  };
+}
+
+}  // namespace
+
+std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& setting) {
+  checkSetting(m.spec, setting);
+  checkMemoryFits(m.spec, setting, m.path);  // before anything is planned
+  applyThreads(setting.threads);
+  Setting s = setting;
+  if (m.artifact) {
+    s.pipeline.passes = m.artifact->setting.pipeline.passes;
+    s.pipeline.disabled.clear();
+  }
+  const frontend::ModelSpec spec = m.spec;
+  if (!m.artifact) {
+    auto factory = [spec, s](const backend::SegmentKey& key) { return buildOptimizedGraph(spec, s, key); };
+    return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, makeExecutor(s.backend), factory,
+                                                    initialRows(spec, s, m.weights));
+  }
+
+  const bool sameSetting = !replans(m, s);
+  // Rebuilding is trusted once this txlc rebuilds the artifact's main graph
+  // exactly as it was stored.
+  struct Verified {
+    std::once_flag once;
+  };
+  auto verified = std::make_shared<Verified>();
+  std::shared_ptr<const Artifact> artifact = m.artifact;
+  const std::string path = m.path;
+  auto verify = [=] {
+    std::call_once(verified->once, [&] {
+      if (artifact->graphs.empty()) return;
+      const StoredGraph& main = artifact->graphs.front();
+      Setting stored = s;
+      stored.batch = artifact->setting.batch, stored.memLen = artifact->setting.memLen;
+      stored.clampLen = artifact->setting.clampLen, stored.sameLength = artifact->setting.sameLength;
+      stored.backend = kArtifactTarget;
+      stored.pipeline.manager = {};
+      const std::string rebuilt =
+          ir::toJson(buildOptimizedGraph(spec, stored, {main.qlen, main.mlen, {main.logprob, main.nll}, main.padded}))
+              .dump();
+      if (contentHash(rebuilt.data(), rebuilt.size()) != main.hash)
+        throw Error(path + ": this txlc (" + std::string(kTxlcVersion) +
+                    ") rebuilds the artifact's main graph differently from txlc " + artifact->txlcVersion +
+                    " that compiled it; recompile the artifact");
+    });
+  };
+  // Another setting rebuilds every graph: check now, before the run starts
+  // (and before noteReplanning() announces it), not at its first segment.
+  if (!sameSetting) verify();
+  auto factory = [=](const backend::SegmentKey& key) {
+    if (sameSetting)
+      for (const StoredGraph& g : artifact->graphs)
+        if (g.qlen == key.qlen && g.mlen == key.mlen && g.padded == key.padded && g.logprob == key.outputs.logprob &&
+            g.nll == key.outputs.nll)
+          return ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
+                                           std::to_string(key.mlen) + (key.padded ? " padded" : ""));
+    verify();
+    return buildOptimizedGraph(spec, s, key);
+  };
+  return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, makeExecutor(s.backend), factory,
+                                                  initialRows(spec, s, m.weights));
+}
+
+Artifact buildArtifact(const Model& m, const Setting& setting) {
+  Artifact a;
+  a.txlcVersion = kTxlcVersion;
+  a.modelId = m.modelId;
+  a.spec = m.spec;
+  a.setting = setting;
+  a.setting.backend = kArtifactTarget;
+  a.setting.threads = 0;
+  a.setting.pipeline.passes = passes::selectedPasses(setting.pipeline);
+  a.setting.pipeline.disabled.clear();
+  if (m.vocabulary) a.vocabulary = m.vocabulary->toJson();
+  a.cpuIsa = cpuName();
+  a.weights = m.weights;
+
+  // The shape buckets (docs/ARTIFACT.md): the main scoring shape first
+  // (qlen, mem_len), then what a stream meets before its memory is full (the
+  // padded warm-up graph, or one graph per warm-up mlen for a model that
+  // cannot pad), then generation's one-token step, at full memory and padded.
+  struct Bucket {
+    backend::SegmentKey key;
+    const char* role;
+  };
+  const std::int64_t Q = setting.qlen, M = setting.memLen;
+  const bool pad = m.spec.attn_type == 0 && M > 0;
+  std::vector<Bucket> buckets = {{{Q, M, {false, true}, false}, "score"}};
+  if (pad) buckets.push_back({{Q, M, {false, true}, true}, "score-warmup"});
+  else
+    for (std::int64_t mlen = 0; mlen < M; mlen = std::min(M, mlen + Q))
+      buckets.push_back({{Q, mlen, {false, true}, false}, "score-warmup"});
+  buckets.push_back({{1, M, {true, false}, false}, "step"});
+  if (pad) buckets.push_back({{1, M, {true, false}, true}, "step-warmup"});
+  Setting build = setting;  // the run's pipeline diagnostics (--print-after-all ...), the artifact's target
+  build.backend = kArtifactTarget;
+  for (const Bucket& b : buckets) {
+    const ir::Graph g = buildOptimizedGraph(m.spec, build, b.key);
+    StoredGraph sg{b.key.qlen, b.key.mlen, b.key.outputs.logprob, b.key.outputs.nll, b.key.padded, b.role,
+                   ir::toJson(g), 0};
+    const std::string text = sg.graph.dump();
+    sg.hash = contentHash(text.data(), text.size());
+    a.graphs.push_back(std::move(sg));
+  }
+  return a;
+}
+
+}  // namespace txl::driver

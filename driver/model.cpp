@@ -1,0 +1,110 @@
+// driver/model.cpp - models from directories, spec files, artifacts and the running executable.
+#include "driver/model.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "driver/standalone.h"
+#include "frontend/model_loader.h"
+#include "ir/check.h"
+
+namespace txl::driver {
+
+namespace {
+
+std::optional<EmbeddedArtifact>& embeddedSlot() {
+  static std::optional<EmbeddedArtifact> slot;
+  return slot;
+}
+
+void checkVocabularySize(const frontend::Vocabulary& v, const frontend::ModelSpec& spec, const std::string& source) {
+  if (v.size() != spec.n_token)
+    throw Error(source + ": " + std::to_string(v.size()) + " symbols, expected the model's n_token (" +
+                std::to_string(spec.n_token) + ")");
+}
+
+}  // namespace
+
+const std::optional<EmbeddedArtifact>& embeddedArtifact() { return embeddedSlot(); }
+
+void detectEmbeddedArtifact() {
+  std::optional<StandaloneTrailer> t = readStandaloneTrailer("/proc/self/exe");
+  if (t) embeddedSlot() = EmbeddedArtifact{"/proc/self/exe", t->offset, t->length};
+}
+
+namespace {
+// --vocab: a vocabulary file given on the command line wins over the model's.
+void applyVocabFlag(Model& m, const OpenOptions& options) {
+  if (!options.vocab) return;
+  m.vocabulary = frontend::Vocabulary::load(*options.vocab);
+  checkVocabularySize(*m.vocabulary, m.spec, *options.vocab);
+}
+}  // namespace
+
+Model openModel(const std::string& path, const OpenOptions& options) {
+  Model m;
+  m.path = path;
+  const bool embedded = path == kEmbeddedModelPath && embeddedArtifact();
+  if (embedded || looksLikeArtifact(path)) {
+    if (options.weights) throw Error("--weights: " + path + " is a compiled artifact that holds its weights");
+    if (options.randomWeights) throw Error("--random-weights: " + path + " is a compiled artifact that holds its weights");
+    LoadedArtifact loaded = embedded ? readArtifact(embeddedArtifact()->exePath, embeddedArtifact()->offset,
+                                                    embeddedArtifact()->length)
+                                     : readArtifact(path);
+    auto a = std::make_shared<Artifact>(std::move(loaded.artifact));
+    m.spec = a->spec;
+    m.weights = a->weights;
+    m.modelId = a->modelId;
+    if (a->vocabulary) {
+      m.vocabulary = frontend::Vocabulary::fromJson(*a->vocabulary, path + ": manifest /vocabulary");
+      checkVocabularySize(*m.vocabulary, m.spec, path + ": manifest /vocabulary");
+    }
+    m.artifact = std::move(a);
+    applyVocabFlag(m, options);
+    return m;
+  }
+  frontend::LoadOptions load;
+  load.randomWeights = options.randomWeights;
+  load.seed = options.seed;
+  frontend::LoadedModel loaded = frontend::loadModel(path, options.weights, load);
+  for (const auto& w : loaded.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
+  m.spec = std::move(loaded.spec);
+  m.weights = std::move(loaded.weights);
+  if (!loaded.vocabPath.empty()) {
+    m.vocabulary = frontend::Vocabulary::load(loaded.vocabPath);
+    checkVocabularySize(*m.vocabulary, m.spec, loaded.vocabPath);
+  }
+  applyVocabFlag(m, options);
+  m.modelId = modelId(m.spec, m.weights);
+  return m;
+}
+
+frontend::ModelSpec openSpec(const std::string& path, const OpenOptions& options) {
+  if (looksLikeArtifact(path) && !options.weights && !options.randomWeights)
+    return openModel(path, OpenOptions{}).spec;  // checks version and checksum too
+  if (options.weights || options.randomWeights) {
+    frontend::LoadOptions lo;
+    lo.randomWeights = options.randomWeights;
+    lo.seed = options.seed;
+    return frontend::loadModel(path, options.weights, lo).spec;
+  }
+  namespace fs = std::filesystem;
+  return frontend::loadModelSpec(fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path);
+}
+
+Model modelFrom(frontend::ModelSpec spec, ir::TensorMap weights, std::string path) {
+  Model m;
+  m.path = path.empty() ? spec.source : std::move(path);
+  m.spec = std::move(spec);
+  m.weights = std::move(weights);  // modelId left empty: hashing every weight is for those who need it
+  return m;
+}
+
+const frontend::Vocabulary& requireVocabulary(const Model& m, const std::string& what) {
+  if (!m.vocabulary)
+    throw Error(m.path + ": no vocabulary; " + what +
+                " needs --vocab FILE, a model directory with vocab.json or vocab.txt, or an artifact compiled from one");
+  return *m.vocabulary;
+}
+
+}  // namespace txl::driver

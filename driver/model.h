@@ -1,0 +1,65 @@
+// driver/model.h - a model as a user names it: directory, spec file, artifact or the running executable.
+//
+// openModel() accepts a model directory, a spec file (with weights or random
+// weights), a compiled artifact (detected by its magic), or - in a standalone
+// executable - the artifact embedded in the running binary. Every problem is
+// one txl::Error line naming the file.
+//
+//   driver::Model m = driver::openModel("kjv.txla", {});
+//   driver::Setting s = driver::defaultSetting(m);   // driver/compile.h
+//   backend::Session session(driver::compile(m, s));
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "driver/artifact.h"
+#include "frontend/model_spec.h"
+#include "frontend/vocabulary.h"
+#include "ir/tensor.h"
+
+namespace txl::driver {
+
+struct OpenOptions {
+  std::optional<std::string> weights;  // safetensors weights (for a spec file, or to override a directory's)
+  std::optional<std::string> vocab;    // replaces the model's vocabulary (or gives one)
+  bool randomWeights = false;          // seeded random weights instead of a file
+  std::uint64_t seed = 0;
+};
+
+struct Model {
+  std::string path;  // as the user named it (or the executable, embedded)
+  frontend::ModelSpec spec;
+  ir::TensorMap weights;
+  std::optional<frontend::Vocabulary> vocabulary;
+  std::string modelId;
+  std::shared_ptr<const Artifact> artifact;  // null for a model directory or spec file
+};
+
+Model openModel(const std::string& path, const OpenOptions& options);
+// Only the spec of the model at `path` (a spec file, a model directory's
+// config.json, an artifact's stored spec): no weights are read unless
+// `options` asks for weights or random weights (then they are loaded and checked).
+frontend::ModelSpec openSpec(const std::string& path, const OpenOptions& options);
+// A model given as a spec and its weights (tests, the conformance runner, bench).
+Model modelFrom(frontend::ModelSpec spec, ir::TensorMap weights, std::string path = "");
+
+// The artifact a standalone executable carries (set by main() at startup).
+struct EmbeddedArtifact {
+  std::string exePath;
+  std::uint64_t offset = 0, length = 0;
+};
+const std::optional<EmbeddedArtifact>& embeddedArtifact();
+// Looks for the standalone trailer at the end of /proc/self/exe; sets
+// embeddedArtifact() when found. Cheap: reads 24 bytes.
+void detectEmbeddedArtifact();
+// The model path commands use when MODEL is implicit (embedded mode).
+inline constexpr const char* kEmbeddedModelPath = "<embedded>";
+
+// The model's vocabulary; txl::Error naming the model when there is none and
+// `what` (e.g. "score") needs one.
+const frontend::Vocabulary& requireVocabulary(const Model& m, const std::string& what);
+
+}  // namespace txl::driver

@@ -1,0 +1,47 @@
+// driver/setting.h - the one run setting: what besides the model decides what is compiled and how it runs.
+//
+// A Setting is resolved once per run (driver/compile.h defaultSetting() gives
+// the model's own: an artifact's compiled setting, else the spec's; a caller
+// overrides what its user asked for; checkSetting() refuses a bad one) and
+// then drives everything downstream: the shapes of the segment graphs
+// (frontend::SegmentShape), the pipeline they go through, the executor and
+// its threads, and what the session knows of the model (backend::ModelInfo).
+// Those narrower structs are derived from it in driver/compile.cpp, never
+// filled by hand.
+//
+//   driver::Setting s = driver::defaultSetting(model);
+//   s.batch = 4;
+//   s.pipeline.disabled.insert("fuse-attention");
+//   driver::checkSetting(model.spec, s);
+//   auto compiled = driver::compile(model, s);
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "frontend/model_spec.h"
+#include "passes/pipeline.h"
+
+namespace txl::driver {
+
+struct Setting {
+  std::int64_t batch = 1;      // independent streams
+  std::int64_t qlen = 0;       // the usual segment length: sizes the state windows, the artifact's main graph
+  std::int64_t memLen = 0;     // positions of memory kept after each segment
+  std::int64_t clampLen = -1;  // relative positions clamped to it (<= 0: no clamping)
+  bool sameLength = false;     // every query attends to the same number of positions
+  // How a stream's memory starts: empty (the authors' PyTorch code) or
+  // mem_len zero positions (Hugging Face, docs/SEMANTICS.md). The semantics
+  // itself is the model's (ModelSpec::semantics: part of its identity, its
+  // id and its artifacts), not a run's choice.
+  frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;
+  int threads = 0;             // OpenMP threads (0: leave OpenMP's default)
+  std::string backend = "onednn";    // the executor: "onednn" or "reference"
+  passes::PipelineOptions pipeline;  // the passes (default pipeline unless set) and their diagnostics
+};
+
+// The memory form the pipeline selects: "kv" (projected keys and values, when
+// cache-projected-memory runs) or "hidden" (each layer's input, as the reference).
+std::string memoryForm(const Setting& s);
+
+}  // namespace txl::driver
