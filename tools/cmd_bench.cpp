@@ -1,5 +1,5 @@
 // tools/cmd_bench.cpp - `txlc bench MODEL_OR_SPEC`: throughput, latency and
-// efficiency of one run setting (tools/bench.h, docs/PERFORMANCE.md), and the
+// efficiency of one run setting (driver/bench.h, docs/PERFORMANCE.md), and the
 // hidden `txlc bench-probe` the benchmark runs as its child process.
 #include <iostream>
 

@@ -4,7 +4,7 @@
 // run as segments of --qlen (default: all of them in one segment) through
 // one Session. --state-in / --state-out resume a stream: a state file is a
 // safetensors file of the memory ("mem.<slot>") whose metadata names the
-// model (tools/artifact.h modelId), so a state for another model is refused.
+// model (driver/artifact.h modelId), so a state for another model is refused.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
