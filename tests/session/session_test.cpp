@@ -211,3 +211,33 @@ TEST_CASE("session: a state restored mid warm-up continues like the original", "
     REQUIRE(hx == hy);
   }
 }
+
+// The session's memory slots come from the spec and the setting
+// (driver::memorySlots), not from a graph: they must be the slots every
+// optimized graph of the setting reads and writes, in every memory form and
+// pass order, or the ABI check refuses the graph before it runs.
+TEST_CASE("driver: the declared memory slots are the optimized graphs' slots", "[session][driver]") {
+  using Passes = std::optional<std::vector<std::string>>;
+  const std::vector<std::pair<Passes, std::string>> pipelines = {
+      {std::nullopt, ""},                                                         // default: kv, windowed
+      {std::nullopt, "cache-projected-memory"},                                   // hidden, windowed
+      {std::vector<std::string>{}, ""},                                           // literal: hidden
+      {std::vector<std::string>{"cache-projected-memory"}, ""},                   // kv, not windowed
+      {std::vector<std::string>{"window-memory", "cache-projected-memory"}, ""},  // window first: hidden
+  };
+  for (const bool preNorm : {false, true})
+    for (const auto& [passes, disabled] : pipelines) {
+      const frontend::ModelSpec spec = tinySpec(6, preNorm);
+      driver::Setting s = driver::defaultSetting(driver::modelFrom(spec, {}));
+      s.batch = 2;
+      s.backend = "reference";
+      s.pipeline.passes = passes;
+      if (!disabled.empty()) s.pipeline.disabled.insert(disabled);
+      const std::vector<ir::MemorySlot> declared = driver::memorySlots(spec, s);
+      INFO("pre_lnorm " << preNorm << ", " << (passes ? std::to_string(passes->size()) + " passes" : "default")
+                        << ", form " << driver::memoryForm(s));
+      REQUIRE(!declared.empty());
+      for (const std::int64_t mlen : {std::int64_t(3), std::int64_t(6)})
+        CHECK(ir::memorySlots(driver::buildOptimizedGraph(spec, s, {2, mlen, {true, true}, false})) == declared);
+    }
+}
