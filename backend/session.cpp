@@ -9,7 +9,9 @@
 namespace txl::backend {
 
 const std::vector<SlotLayout>& CompiledModel::stateLayout() const {
-  std::call_once(layoutOnce_, [this] { layout_ = backend::stateLayout(factory_(SegmentKey{1, 0, SegmentOutputs{false, false}, false})); });
+  std::call_once(layoutOnce_, [this] {
+    layout_ = backend::stateLayout(buildGraph(SegmentKey{1, 0, SegmentOutputs{false, false}, false}));
+  });
   return layout_;
 }
 
@@ -70,11 +72,12 @@ ir::Tensor Session::memory(std::int64_t slot) const {
 }
 
 SegmentPlan CompiledModel::compileSegment(const SegmentKey& key) const {
-  FoldedGraph folded = foldConstants(buildGraph(key), weights(), constants(), executor());
-  TXL_CHECK(backend::stateLayout(folded.graph) == stateLayout() || key.mlen == 0 || info().memLen == 0,
+  ExecutorConstants folder(weights(), constants(), executor());
+  const ir::Graph graph = buildGraph(key, &folder);
+  TXL_CHECK(backend::stateLayout(graph) == stateLayout() || key.mlen == 0 || info().memLen == 0,
             "a segment graph's memory slots differ from the model's");
-  SegmentPlan plan{std::make_unique<TensorMap>(std::move(folded.weights)), nullptr};
-  plan.graph = executor().compile(folded.graph, *plan.weights);
+  SegmentPlan plan{std::make_unique<TensorMap>(folder.takeWeights()), nullptr};
+  plan.graph = executor().compile(graph, *plan.weights);
   return plan;
 }
 

@@ -15,6 +15,7 @@
 namespace txl::ir {
 
 class TargetInfo;
+class ConstantEvaluator;
 
 class PassResult {
  public:
@@ -47,6 +48,10 @@ struct PassContext {
   // The longest klen (mlen + qlen) the model runs: fold-positions builds the
   // position tables for it and reads suffixes. Empty: each graph's own klen.
   std::optional<std::int64_t> maxKlen;
+  // Set when the graph is being compiled: the pipeline then ends with
+  // fold-constants, which evaluates the constant subgraphs through it
+  // (ir/constant_evaluator.h). Null: the graph keeps them (inspect, artifacts).
+  ConstantEvaluator* constants = nullptr;
   std::vector<Remark> remarks;
 
   void applied(std::string_view pass, std::string message) { remarks.push_back({std::string(pass), true, std::move(message)}); }

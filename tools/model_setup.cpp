@@ -100,9 +100,11 @@ std::shared_ptr<backend::CompiledModel> compileModel(const frontend::ModelSpec& 
   passes::PipelineOptions pipeline = options.pipeline;
   passes::selectedPasses(pipeline);  // validates the names now, not at the first segment
   const ir::TargetInfo* target = targetInfo(options.backend);
-  auto factory = [spec, base, pipeline, target](const backend::SegmentKey& key) {
+  auto factory = [spec, base, pipeline, target](const backend::SegmentKey& key, ir::ConstantEvaluator* constants) {
+    ir::PassContext ctx;
+    ctx.constants = constants;
     return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline,
-                               target);
+                               target, &ctx);
   };
   return std::make_shared<backend::CompiledModel>(info, std::move(weights), makeExecutor(options.backend), factory);
 }

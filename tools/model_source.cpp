@@ -201,16 +201,22 @@ std::shared_ptr<backend::CompiledModel> compileSource(const ModelSource& m, cons
   // Another setting rebuilds every graph: check now, before the run starts
   // (and before noteReplanning() announces it), not at its first segment.
   if (!sameSetting) verify();
-  auto factory = [=](const backend::SegmentKey& key) {
+  auto factory = [=](const backend::SegmentKey& key, ir::ConstantEvaluator* constants) {
     if (sameSetting)
       for (const StoredGraph& g : artifact->graphs)
         if (g.qlen == key.qlen && g.mlen == key.mlen && g.padded == key.padded &&
-            g.logprob == key.outputs.logprob && g.nll == key.outputs.nll)
-          return ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
-                                           std::to_string(key.mlen) + (key.padded ? " padded" : ""));
+            g.logprob == key.outputs.logprob && g.nll == key.outputs.nll) {
+          ir::Graph stored = ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) +
+                                                       " mlen " + std::to_string(key.mlen) +
+                                                       (key.padded ? " padded" : ""));
+          passes::foldConstants(stored, constants);
+          return stored;
+        }
     verify();
+    ir::PassContext ctx;
+    ctx.constants = constants;
     return buildOptimizedGraph(spec, segmentShape(base, key), {key.outputs.logprob, key.outputs.nll}, pipeline,
-                               targetInfo(options.backend));
+                               targetInfo(options.backend), &ctx);
   };
   return std::make_shared<backend::CompiledModel>(plain->info(), m.weights, makeExecutor(options.backend), factory);
 }
