@@ -1,24 +1,21 @@
-// backend/constant_folding.h - evaluate what does not change between segments, once.
+// backend/constant_folding.h - the values of constant subgraphs, computed once per model.
 //
-// A value is constant when it depends only on weights, constants, position
-// tables and masks, never on tokens or memory. foldConstants() finds the
-// constant values that non-constant ops read (the frontier), evaluates them
-// with the model's own executor, and replaces each by a weight op bound to the
-// result. Results are cached in a ConstantCache keyed by the printed text of
-// the value's constant cone, so the plans of every segment shape of a model
-// share them (with fold-positions, W_r R is computed once for the longest
-// klen, not once per shape).
-//
-// Deliberately not folded: a frontier value that is only a view of one weight
-// (reshape, or a slice along axis 0): folding it would copy the weight, and
-// executors read such views in place.
+// The fold-constants pass (passes/fold_constants.h) decides what is constant
+// and rewrites the graph; it asks an ir::ConstantEvaluator for the values.
+// ExecutorConstants is that evaluator for one plan: it evaluates with the
+// model's own executor and weights, and keeps the results in the model's
+// ConstantCache, keyed by the printed text of each value's constant cone, so
+// the plans of every segment shape of a model share them. weights() is what
+// the plan binds: the model's weights plus the folded values.
 #pragma once
 
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/executor.h"
+#include "ir/constant_evaluator.h"
 
 namespace txl::backend {
 
@@ -36,12 +33,24 @@ class ConstantCache {
   std::map<std::string, ir::Tensor> values_;
 };
 
-struct FoldedGraph {
-  ir::Graph graph;       // constant frontier values replaced by weight ops "const.<hash>"
-  TensorMap weights;     // the model's weights plus the folded values
-  std::size_t folded = 0;  // how many values were replaced
-};
+class ExecutorConstants final : public ir::ConstantEvaluator {
+ public:
+  ExecutorConstants(const TensorMap& weights, ConstantCache& cache, Executor& executor)
+      : weights_(weights), bound_(weights), cache_(cache), executor_(executor) {}
 
-FoldedGraph foldConstants(const ir::Graph& graph, const TensorMap& weights, ConstantCache& cache, Executor& executor);
+  bool known(const std::string& key) const override { return cache_.contains(key); }
+  void evaluate(const ir::Graph& cones, const std::vector<std::string>& keys) override;
+  void bind(const std::string& name, const std::string& key) override;
+
+  // The model's weights plus every value bound so far.
+  const TensorMap& weights() const { return bound_; }
+  TensorMap takeWeights() { return std::move(bound_); }
+
+ private:
+  const TensorMap& weights_;
+  TensorMap bound_;
+  ConstantCache& cache_;
+  Executor& executor_;
+};
 
 }  // namespace txl::backend

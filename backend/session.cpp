@@ -88,14 +88,15 @@ ir::Tensor Session::memory(std::int64_t slot) const {
 }
 
 SegmentPlan CompiledModel::compileSegment(const SegmentKey& key) const {
-  FoldedGraph folded = foldConstants(buildGraph(key), weights(), constants(), executor());
+  ExecutorConstants folder(weights(), constants(), executor());
+  const ir::Graph graph = buildGraph(key, &folder);
   const ModelInfo& i = info();
   ir::SegmentSignature abi{i.batch, key.qlen, key.mlen, i.memLen, i.dModel, i.nToken,
                            key.outputs.logprob, key.outputs.nll, key.padded, stateLayout()};
-  const std::optional<std::string> problem = ir::verifySegment(folded.graph, abi);
+  const std::optional<std::string> problem = ir::verifySegment(graph, abi);
   TXL_CHECK(!problem, "a segment graph breaks the segment ABI: " + problem.value_or(""));
-  SegmentPlan plan{std::make_unique<TensorMap>(std::move(folded.weights)), nullptr};
-  plan.graph = executor().compile(folded.graph, *plan.weights);
+  SegmentPlan plan{std::make_unique<TensorMap>(folder.takeWeights()), nullptr};
+  plan.graph = executor().compile(graph, *plan.weights);
   return plan;
 }
 

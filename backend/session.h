@@ -89,8 +89,11 @@ struct SegmentKey {
   friend auto operator<=>(const SegmentKey&, const SegmentKey&) = default;
 };
 
-// Builds the (optimized) graph of one segment. Must be safe to call from several threads.
-using GraphFactory = std::function<ir::Graph(const SegmentKey& key)>;
+// Builds the (optimized) graph of one segment. With `constants`, the graph is
+// the one to compile: its pipeline ends with fold-constants through them
+// (PassContext::constants; passes::foldConstants for a graph optimized
+// earlier). Must be safe to call from several threads.
+using GraphFactory = std::function<ir::Graph(const SegmentKey& key, ir::ConstantEvaluator* constants)>;
 // The content of one remembered position of a slot's initial memory, f32[slot.rowShape]
 // (ModelInfo::fullInitialMemory); called once per slot and model.
 using InitialRowFactory = std::function<ir::Tensor(const SlotLayout& slot)>;
@@ -111,9 +114,12 @@ class CompiledModel {
   const ModelInfo& info() const { return info_; }
   const TensorMap& weights() const { return weights_; }
   Executor& executor() const { return *executor_; }
-  ir::Graph buildGraph(const SegmentKey& key) const { return factory_(key); }
+  // The optimized graph of one segment; folded through `constants` when given.
+  ir::Graph buildGraph(const SegmentKey& key, ir::ConstantEvaluator* constants = nullptr) const {
+    return factory_(key, constants);
+  }
   const InitialRowFactory& initialRowFactory() const { return initialRowFactory_; }
-  // Builds, folds and compiles the graph of one segment (what a Session caches per shape).
+  // Builds (folding its constants) and compiles the graph of one segment (what a Session caches per shape).
   SegmentPlan compileSegment(const SegmentKey& key) const;
   // Constant values (folded at plan-compile time) shared by every plan.
   ConstantCache& constants() const { return constants_; }

@@ -225,7 +225,11 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
   }
   const frontend::ModelSpec spec = m.spec;
   if (!m.artifact) {
-    auto factory = [spec, s](const backend::SegmentKey& key) { return buildOptimizedGraph(spec, s, key); };
+    auto factory = [spec, s](const backend::SegmentKey& key, ir::ConstantEvaluator* constants) {
+      ir::PassContext ctx;
+      ctx.constants = constants;
+      return buildOptimizedGraph(spec, s, key, &ctx);
+    };
     return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, makeExecutor(s.backend), factory,
                                                     initialRows(spec, s, m.weights));
   }
@@ -260,15 +264,21 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
   // Another setting rebuilds every graph: check now, before the run starts
   // (and before noteReplanning() announces it), not at its first segment.
   if (!sameSetting) verify();
-  auto factory = [=](const backend::SegmentKey& key) {
+  auto factory = [=](const backend::SegmentKey& key, ir::ConstantEvaluator* constants) {
     if (sameSetting)
       for (const StoredGraph& g : artifact->graphs)
         if (g.qlen == key.qlen && g.mlen == key.mlen && g.padded == key.padded && g.logprob == key.outputs.logprob &&
-            g.nll == key.outputs.nll)
-          return ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
-                                           std::to_string(key.mlen) + (key.padded ? " padded" : ""));
+            g.nll == key.outputs.nll) {
+          ir::Graph stored = ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) +
+                                                       " mlen " + std::to_string(key.mlen) +
+                                                       (key.padded ? " padded" : ""));
+          passes::foldConstants(stored, constants);
+          return stored;
+        }
     verify();
-    return buildOptimizedGraph(spec, s, key);
+    ir::PassContext ctx;
+    ctx.constants = constants;
+    return buildOptimizedGraph(spec, s, key, &ctx);
   };
   return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, makeExecutor(s.backend), factory,
                                                   initialRows(spec, s, m.weights));

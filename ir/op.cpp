@@ -7,8 +7,8 @@ namespace txl::ir {
 
 const std::vector<OpInfo>& allOps() {
   static const std::vector<OpInfo> table = {
-#define TXL_OP(kind, name, minOps, maxOps, hasResult, doc) \
-  OpInfo{OpKind::kind, name, minOps, maxOps, hasResult, doc},
+#define TXL_OP(kind, name, minOps, maxOps, hasResult, effects, doc) \
+  OpInfo{OpKind::kind, name, minOps, maxOps, hasResult, Effects::effects, doc},
 #include "ir/ops.def"
 #undef TXL_OP
   };

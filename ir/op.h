@@ -14,9 +14,17 @@
 namespace txl::ir {
 
 enum class OpKind {
-#define TXL_OP(kind, name, minOps, maxOps, hasResult, doc) kind,
+#define TXL_OP(kind, name, minOps, maxOps, hasResult, effects, doc) kind,
 #include "ir/ops.def"
 #undef TXL_OP
+};
+
+// What running an op does besides computing its value (the Effects column of ops.def).
+enum class Effects {
+  Pure,         // nothing: removable when unused, mergeable, foldable when its operands are constant
+  ReadsState,   // its value is the caller's (input) or a memory slot's (mem_read), bound at every run
+  WritesState,  // updates a memory slot (mem_write, mem_window): never removed
+  Output,       // hands its operand to the caller (output): never removed
 };
 
 struct OpInfo {
@@ -25,6 +33,7 @@ struct OpInfo {
   int minOperands;
   int maxOperands;  // -1: variadic
   bool hasResult;
+  Effects effects;
   std::string_view doc;
 };
 

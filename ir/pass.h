@@ -16,6 +16,7 @@
 namespace txl::ir {
 
 class TargetInfo;
+class ConstantEvaluator;
 
 class PassResult {
  public:
@@ -51,6 +52,10 @@ struct PassContext {
   // The segment ABI the graph must keep (ir/segment_abi.h): when set, the
   // pass manager checks it after every pass.
   std::optional<SegmentSignature> segment;
+  // Set when the graph is being compiled: the pipeline then ends with
+  // fold-constants, which evaluates the constant subgraphs through it
+  // (ir/constant_evaluator.h). Null: the graph keeps them (inspect, artifacts).
+  ConstantEvaluator* constants = nullptr;
   std::vector<Remark> remarks;
 
   void applied(std::string_view pass, std::string message) { remarks.push_back({std::string(pass), true, std::move(message)}); }

@@ -26,12 +26,15 @@
 //      slices read P, memory slices read KV, row slices of C read h.
 //   4. A slot whose memory nothing but its own update reads (the reference
 //      keeps the last layer's output but never reads it) is dropped.
+// What a rewrite leaves dead is erased from the nodes it replaced (their
+// cones), not by sweeping the graph: each mem_write is visited once.
 #include "passes/cache_projected_memory.h"
 
 #include <algorithm>
 #include <map>
 
 #include "ir/shape_inference.h"
+#include "passes/rewriter.h"
 
 namespace txl::passes {
 
@@ -62,20 +65,9 @@ bool isConstantWeight(const ir::Graph& g, Node n) {
   }
 }
 
-// Erases every value nothing uses (users first), as dce would; inputs and
-// mem_window ops stay.
-void sweepDead(ir::Graph& g) {
-  auto order = g.topologicalOrder();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const OpKind kind = g.kind(*it);
-    if (ir::opInfo(kind).hasResult && kind != OpKind::Input && kind != OpKind::MemWindow && !g.hasUsers(*it))
-      g.erase(*it);
-  }
-}
-
 class SlotRewrite {
  public:
-  SlotRewrite(ir::Graph& g, ir::PassContext& ctx, Node write) : g_(g), ctx_(ctx), write_(write) {}
+  SlotRewrite(Rewriter& rewriter, Node write) : g_(rewriter.graph()), rewriter_(rewriter), write_(write) {}
 
   // Returns whether the graph changed.
   bool run() {
@@ -103,7 +95,7 @@ class SlotRewrite {
 
  private:
   bool skip(const std::string& why) {
-    ctx_.skipped("cache-projected-memory", "slot " + std::to_string(slot_) + " keeps hidden states: " + why);
+    rewriter_.skipped("slot " + std::to_string(slot_) + " keeps hidden states: " + why);
     return false;
   }
 
@@ -167,9 +159,9 @@ class SlotRewrite {
   }
 
   bool dropWriteOnly() {
-    g_.erase(write_);
-    sweepDead(g_);
-    ctx_.applied("cache-projected-memory", "slot " + std::to_string(slot_) + " is never read: dropped");
+    rewriter_.erase(write_);
+    rewriter_.eraseIfDead(kept_);
+    rewriter_.applied("slot " + std::to_string(slot_) + " is never read: dropped");
     return true;
   }
 
@@ -187,7 +179,7 @@ class SlotRewrite {
     Node kv = cached;
     const std::int64_t keepStart = g_.op(kept_).attrs.getInt("start");
     // The old update goes first; the slot's new state takes its number.
-    g_.erase(write_);
+    rewriter_.erase(write_);
     if (read_) {
       ir::TensorType memType = g_.type(cached);
       memType.shape[0] = mlen_;
@@ -197,23 +189,33 @@ class SlotRewrite {
     g_.add(OpKind::MemWrite, {g_.add(OpKind::Slice, {kv}, {{"axis", std::int64_t(0)}, {"start", keepStart},
                                                            {"end", g_.type(kv).shape[0]}})},
            {{"slot", slot_}});
+    std::vector<Node> replaced;
     for (Node u : queryCols_)
-      for (Node v : g_.users(u)) g_.replaceAllUsesWith(v, g_.add(OpKind::Slice, {p}, g_.op(u).attrs));
-    for (Node u : memoryCols_)
+      for (Node v : g_.users(u)) {
+        g_.replaceAllUsesWith(v, g_.add(OpKind::Slice, {p}, g_.op(u).attrs));
+        replaced.push_back(v);
+      }
+    for (Node u : memoryCols_) {
       g_.replaceAllUsesWith(u, g_.add(OpKind::Slice, {kv}, {{"axis", last},
                                                             {"start", g_.op(u).attrs.getInt("start") - colLo_},
                                                             {"end", g_.op(u).attrs.getInt("end") - colLo_}}));
-    for (Node r : hRows_) g_.replaceAllUsesWith(r, g_.kind(g_.operand(r, 0)) == OpKind::LayerNorm ? xh : h_);
-    // The old projection, its slices, [memory; h] and the old mem_read are dead now.
-    sweepDead(g_);
-    ctx_.applied("cache-projected-memory", "slot " + std::to_string(slot_) + " caches columns [" +
-                                               std::to_string(colLo_) + ", " + std::to_string(colHi_) +
-                                               ") of its projection");
+      replaced.push_back(u);
+    }
+    for (Node r : hRows_) {
+      g_.replaceAllUsesWith(r, g_.kind(g_.operand(r, 0)) == OpKind::LayerNorm ? xh : h_);
+      replaced.push_back(r);
+    }
+    // The old projection, its slices, [memory; h] and the old mem_read are
+    // dead now: all in the cone of what was replaced and of the old update.
+    replaced.push_back(kept_);
+    for (Node n : replaced) rewriter_.eraseIfDead(n);
+    rewriter_.applied("slot " + std::to_string(slot_) + " caches columns [" + std::to_string(colLo_) + ", " +
+                      std::to_string(colHi_) + ") of its projection");
     return true;
   }
 
   ir::Graph& g_;
-  ir::PassContext& ctx_;
+  Rewriter& rewriter_;
   Node write_;
   std::int64_t slot_ = 0, mlen_ = 0, rows_ = 0, colLo_ = 0, colHi_ = 0;
   Node kept_{}, c_{}, h_{};
@@ -224,9 +226,10 @@ class SlotRewrite {
 }  // namespace
 
 ir::PassResult CacheProjectedMemory::run(ir::Graph& g, ir::PassContext& ctx) {
-  bool changed = false;
   // The writes as they are now: each rewrite replaces its own by a new one.
-  for (Node write : g.nodesOfKind(OpKind::MemWrite)) changed |= SlotRewrite(g, ctx, write).run();
+  Rewriter rewriter(g, ctx, name());
+  const bool changed =
+      rewriter.run(g.nodesOfKind(OpKind::MemWrite), [&](Node write) { return SlotRewrite(rewriter, write).run(); });
   return ir::PassResult::changedIf(changed);
 }
 

@@ -14,12 +14,16 @@
 //   1. Visit the nodes in topological order; for each, try the patterns above
 //      in turn, each returning early on a mismatch. A match builds the
 //      replacement and redirects every use of the node to it.
-//   2. Repeat until a sweep changes nothing (chains such as
-//      reshape(reshape(reshape(x))) collapse one link per sweep).
+//   2. Revisit, round by round in topological order, what a rewrite may have
+//      made matchable: the replacement and its users up to three links up
+//      (the literal rel-shift is the deepest pattern: reshape(slice(reshape(pad)))),
+//      until a round changes nothing. Chains such as
+//      reshape(reshape(reshape(x))) collapse one link per round.
 // A replaced node is erased, with the operands only it used, so that the
 // passes after this one see exact use counts.
 #include "passes/canonicalize.h"
 
+#include <functional>
 #include <numeric>
 
 #include "passes/rewrite_utils.h"
@@ -79,19 +83,25 @@ std::optional<Node> simplify(ir::Graph& g, Node n) {
 
 }  // namespace
 
-ir::PassResult Canonicalize::run(ir::Graph& g, ir::PassContext&) {
-  bool changed = false;
-  for (bool sweep = true; sweep;) {
-    sweep = false;
-    for (Node n : g.topologicalOrder()) {
-      if (!ir::opInfo(g.kind(n)).hasResult || !g.hasUsers(n)) continue;
-      auto replacement = simplify(g, n);
-      if (!replacement) continue;
-      g.replaceAllUsesWith(n, *replacement);
-      rw::eraseIfDead(g, n);  // n and its operands only: all visited already
-      sweep = changed = true;
-    }
-  }
+ir::PassResult Canonicalize::run(ir::Graph& g, ir::PassContext& ctx) {
+  Rewriter rewriter(g, ctx, name());
+  // The nodes whose match may depend on n: n and its users, up to `depth` links up.
+  std::function<void(Node, int)> revisitAround = [&](Node n, int depth) {
+    rewriter.revisit(n);
+    if (depth > 0)
+      for (Node u : g.users(n)) revisitAround(u, depth - 1);
+  };
+  const bool changed = rewriter.run(
+      g.topologicalOrder(),
+      [&](Node n) {
+        if (!ir::opInfo(g.kind(n)).hasResult || !g.hasUsers(n)) return false;
+        auto replacement = simplify(g, n);
+        if (!replacement) return false;
+        rewriter.replace(n, *replacement);  // n and its operands only: all visited already
+        revisitAround(*replacement, 3);
+        return true;
+      },
+      Rewriter::Revisit::InTopologicalOrder);
   return ir::PassResult::changedIf(changed);
 }
 

@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "ir/printer.h"
+#include "passes/rewriter.h"
 
 namespace txl::passes {
 
@@ -29,9 +30,9 @@ using ir::OpKind;
 
 namespace {
 
-bool mergeable(OpKind kind) {
-  return kind != OpKind::Input && kind != OpKind::MemRead && ir::opInfo(kind).hasResult;
-}
+// Pure ops only (ops.def's Effects): an input or a mem_read is a distinct
+// binding, a sink or a mem_window an effect.
+bool mergeable(OpKind kind) { return ir::opInfo(kind).effects == ir::Effects::Pure; }
 
 std::string attrKey(const ir::Attrs& attrs) {
   std::string key;
@@ -41,20 +42,20 @@ std::string attrKey(const ir::Attrs& attrs) {
 
 }  // namespace
 
-ir::PassResult CommonSubexpressionElimination::run(ir::Graph& g, ir::PassContext&) {
+ir::PassResult CommonSubexpressionElimination::run(ir::Graph& g, ir::PassContext& ctx) {
   using Key = std::tuple<OpKind, std::vector<std::uint64_t>, std::string, std::string>;
   std::map<Key, Node> canonical;
-  bool changed = false;
-  for (Node n : g.topologicalOrder()) {
-    if (!mergeable(g.kind(n))) continue;
+  Rewriter rewriter(g, ctx, name());
+  const bool changed = rewriter.run(g.topologicalOrder(), [&](Node n) {
+    if (!mergeable(g.kind(n))) return false;
     std::vector<std::uint64_t> operands;
     for (Node o : g.operands(n)) operands.push_back(g.op(o).id);
     Key key{g.kind(n), operands, attrKey(g.op(n).attrs), g.type(n).str()};
     auto [it, fresh] = canonical.try_emplace(key, n);
-    if (fresh || !g.hasUsers(n)) continue;
+    if (fresh || !g.hasUsers(n)) return false;
     g.replaceAllUsesWith(n, it->second);
-    changed = true;
-  }
+    return true;
+  });
   return ir::PassResult::changedIf(changed);
 }
 

@@ -1,37 +1,26 @@
-// passes/dead_code_elimination.cpp - mark from the sinks, sweep the rest.
+// passes/dead_code_elimination.cpp - erase what no output, memory write or input needs.
 //
-// Algorithm:
-//   1. Every sink (output, mem_write) and every mem_window (it writes the
-//      slot's state) is live.
-//   2. Walking backwards from the live set, every operand of a live op is live.
-//   3. Erase the dead ops in reverse topological order, so each has no users
-//      when it goes.
-// Graph inputs are kept even when unused: they are the graph's signature,
-// which callers bind by name.
+// Algorithm: visit the nodes in reverse topological order and erase each
+// that isTriviallyDead (passes/rewriter.h: unused, and Pure or only reading
+// state). A node's users are visited before it, so when it is reached it
+// has users exactly when one of them is live: one visit per node erases
+// every value that reaches no sink. Sinks (output, mem_write) and mem_window
+// (it writes the slot's state) are never dead; graph inputs are kept even
+// when unused: they are the graph's signature, which callers bind by name.
 #include "passes/dead_code_elimination.h"
 
-#include <set>
+#include "passes/rewriter.h"
 
 namespace txl::passes {
 
-ir::PassResult DeadCodeElimination::run(ir::Graph& g, ir::PassContext&) {
+ir::PassResult DeadCodeElimination::run(ir::Graph& g, ir::PassContext& ctx) {
   auto order = g.topologicalOrder();
-  std::set<ir::Node> live;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    ir::OpKind kind = g.kind(*it);
-    bool root = kind == ir::OpKind::Output || kind == ir::OpKind::MemWrite || kind == ir::OpKind::MemWindow ||
-                kind == ir::OpKind::Input;
-    if (root || live.count(*it)) {
-      live.insert(*it);
-      for (ir::Node o : g.operands(*it)) live.insert(o);
-    }
-  }
-  bool changed = false;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    if (live.count(*it)) continue;
-    g.erase(*it);
-    changed = true;
-  }
+  Rewriter rewriter(g, ctx, name());
+  const bool changed = rewriter.run({order.rbegin(), order.rend()}, [&](ir::Node n) {
+    if (!isTriviallyDead(g, n)) return false;
+    rewriter.erase(n);
+    return true;
+  });
   return ir::PassResult::changedIf(changed);
 }
 

@@ -33,6 +33,7 @@
 //   4. Narrow: a linear with constant weights whose every user is a slice of
 //      its last axis computes only the columns those slices cover.
 // Dead nodes are erased as the rewrites go (so users are exact for step 4).
+// Each site is visited once, from a list made before the first rewrite.
 #include "passes/fold_bias_terms.h"
 
 #include <algorithm>
@@ -94,8 +95,9 @@ std::optional<QuerySource> querySource(const ir::Graph& g, Node qh) {
   return src;
 }
 
-struct Rewriter {
+struct BiasFolder {
   ir::Graph& g;
+  Rewriter& rewriter;
   int relative = 0, absolute = 0, scalesFolded = 0, narrowed = 0;
 
   bool allSingleUse(const std::vector<Node>& nodes) {
@@ -145,21 +147,14 @@ struct Rewriter {
     g.replaceAllUsesWith(addU, rw::reshape(g, qu, qs));
     g.replaceAllUsesWith(addV, rw::reshape(g, qv, qs));
     if (foldScale) {
-      g.replaceAllUsesWith(sc, sum);
-      rw::eraseIfDead(g, sc);
+      rewriter.replace(sc, sum);
       ++scalesFolded;
     }
     const std::uint64_t projection = g.op(src->linear).id;
-    rw::eraseIfDead(g, addU);
-    rw::eraseIfDead(g, addV);
+    rewriter.eraseIfDead(addU);
+    rewriter.eraseIfDead(addV);
     ++relative;
-    // narrow() erases nodes: stop at the one node with the id, before the
-    // loop reads a node it erased.
-    for (Node n : g.nodes())
-      if (g.op(n).id == projection) {
-        narrow(n);
-        break;
-      }
+    if (!rewriter.erased(projection)) narrow(src->linear);
     return true;
   }
 
@@ -175,9 +170,8 @@ struct Rewriter {
     const double s = g.op(sc).attrs.getFloat("factor");
     for (std::size_t i = 1; i < ops.size(); ++i) ops[i] = rw::scale(g, ops[i], s);
     g.replaceAllUsesWith(lin, g.add(OpKind::Linear, ops));
-    g.replaceAllUsesWith(sc, g.operand(sc, 0));
-    rw::eraseIfDead(g, sc);
-    rw::eraseIfDead(g, lin);
+    rewriter.replace(sc, g.operand(sc, 0));
+    rewriter.eraseIfDead(lin);
     ++absolute;
     ++scalesFolded;
     return true;
@@ -199,8 +193,7 @@ struct Rewriter {
     Node narrower = g.add(OpKind::Linear, ops);
     for (Node u : g.users(lin)) {
       const auto& a = g.op(u).attrs;
-      g.replaceAllUsesWith(u, rw::slice(g, narrower, last, a.getInt("start") - lo, a.getInt("end") - lo));
-      rw::eraseIfDead(g, u);
+      rewriter.replace(u, rw::slice(g, narrower, last, a.getInt("start") - lo, a.getInt("end") - lo));
     }
     ++narrowed;
   }
@@ -222,27 +215,21 @@ struct Rewriter {
 }  // namespace
 
 ir::PassResult FoldBiasTerms::run(ir::Graph& g, ir::PassContext& ctx) {
-  // Sites by id: rewrites erase dead nodes, so descriptors are looked up afresh.
-  std::vector<std::uint64_t> sites;
+  // The sites as they are now (the Rewriter skips those a rewrite erases).
+  std::vector<Node> sites;
   for (Node n : g.nodesOfKind(OpKind::Scale))
-    if (g.hasUsers(n)) sites.push_back(g.op(n).id);
-  Rewriter rw{g};
-  bool changed = false;
-  for (std::uint64_t id : sites) {
-    for (Node n : g.nodes()) {
-      if (g.op(n).id != id) continue;
-      if (g.hasUsers(n)) changed |= rw.site(n);
-      break;
-    }
-  }
-  if (rw.relative > 0)
-    ctx.applied(name(), std::to_string(rw.relative) +
+    if (g.hasUsers(n)) sites.push_back(n);
+  Rewriter rewriter(g, ctx, name());
+  BiasFolder folder{g, rewriter};
+  const bool changed = rewriter.run(sites, [&](Node n) { return g.hasUsers(n) && folder.site(n); });
+  if (folder.relative > 0)
+    ctx.applied(name(), std::to_string(folder.relative) +
                             " attention block(s): u and v folded into one Q projection [W_q; W_q] with bias [u; v] "
                             "over the last qlen rows; q+u and q+v are views; qkv narrowed to k, v");
-  if (rw.absolute > 0)
-    ctx.applied(name(), std::to_string(rw.absolute) + " attention block(s): score scale folded into W_q");
-  if (rw.scalesFolded < rw.relative + rw.absolute)
-    ctx.skipped(name(), std::to_string(rw.relative + rw.absolute - rw.scalesFolded) +
+  if (folder.absolute > 0)
+    ctx.applied(name(), std::to_string(folder.absolute) + " attention block(s): score scale folded into W_q");
+  if (folder.scalesFolded < folder.relative + folder.absolute)
+    ctx.skipped(name(), std::to_string(folder.relative + folder.absolute - folder.scalesFolded) +
                             " score scale(s) kept: an intermediate value has another user");
   return ir::PassResult::changedIf(changed);
 }

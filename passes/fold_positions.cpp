@@ -15,14 +15,13 @@
 //      pos_encoding ops. A pos_encoding longer than maxKlen is an error.
 //   2. Replace every pos_encoding{klen < kmax} by slice(pos_encoding{kmax}, 0, kmax-klen, kmax).
 //   3. Sink every slice of a position table row-wise towards its run-time users
-//      (worklist): linear(slice(T), W, b) with constant W, b becomes
+//      (a worklist of the slices made, passes/rewriter.h): linear(slice(T), W, b) with constant W, b becomes
 //      slice(linear(T, W, b)); a reshape that keeps the sliced axis leading
 //      and a permute move below the slice too (the slice follows its axis).
 // Nodes left without users stay for dce.
 #include "passes/fold_positions.h"
 
 #include <algorithm>
-#include <deque>
 
 #include "passes/rewrite_utils.h"
 
@@ -79,36 +78,36 @@ ir::PassResult FoldPositions::run(ir::Graph& g, ir::PassContext& ctx) {
     return ir::PassResult::failure("maxKlen " + std::to_string(kmax) + " is shorter than a pos_encoding of klen " +
                                    std::to_string(longest));
 
-  bool changed = false;
-  std::deque<Node> slices;
+  Rewriter rewriter(g, ctx, name());
   int suffixes = 0, projections = 0;
-  for (Node p : tables) {
+  bool changed = rewriter.run(tables, [&](Node p) {
     const ir::Attrs& attrs = g.op(p).attrs;
     const std::int64_t klen = attrs.getInt("klen");
-    if (klen < kmax) {
-      ir::Attrs full = attrs;
-      full.set("klen", kmax);
-      Node table = g.add(OpKind::PosEncoding, {}, full);
-      Node suffix = rw::slice(g, table, 0, kmax - klen, kmax);
-      g.replaceAllUsesWith(p, suffix);
-      changed = true;
-      ++suffixes;
-    }
-  }
+    if (klen >= kmax) return false;
+    ir::Attrs full = attrs;
+    full.set("klen", kmax);
+    Node table = g.add(OpKind::PosEncoding, {}, full);
+    Node suffix = rw::slice(g, table, 0, kmax - klen, kmax);
+    g.replaceAllUsesWith(p, suffix);
+    ++suffixes;
+    return true;
+  });
+  // 3. The worklist: each slice's users, and each slice sunk below one of them.
+  std::vector<Node> slices;
   for (Node n : g.nodesOfKind(OpKind::Slice))
     if (g.kind(g.operand(n, 0)) == OpKind::PosEncoding && g.hasUsers(n)) slices.push_back(n);
-  while (!slices.empty()) {
-    Node s = slices.front();
-    slices.pop_front();
+  changed |= rewriter.run(slices, [&](Node s) {
+    bool sank = false;
     for (Node u : g.users(s)) {
       auto sunk = sinkThrough(g, s, u);
       if (!sunk) continue;
       projections += g.kind(u) == OpKind::Linear;
       g.replaceAllUsesWith(u, *sunk);
-      slices.push_back(*sunk);
-      changed = true;
+      rewriter.revisit(*sunk);
+      sank = true;
     }
-  }
+    return sank;
+  });
   if (changed)
     ctx.applied(name(), "position table built for klen " + std::to_string(kmax) + ": " + std::to_string(suffixes) +
                             " table(s) read as suffixes, " + std::to_string(projections) +

@@ -20,15 +20,15 @@
 //      matmul(permute(qu), permute(k)) {transpose_b}, BD is matmul(permute(qv),
 //      rt) with rt [H, D, K] (pretranspose-constants' layout; run after it),
 //      every permute head-major [1, 2, 0, 3] of a [., B, H, D] value.
-//   3. Build the candidate rel_attention; when the target says it would run
-//      on a slow path, erase it and skip with the target's reason; else
-//      replace the final permute by it and erase what only it used.
+//   3. Build the candidate rel_attention and ask the target
+//      (Rewriter::keepIfFast: a slow path drops it with the target's
+//      reason); else replace the final permute by it and erase what only it
+//      used.
 #include "passes/fuse_attention.h"
 
 #include <cmath>
 
 #include "ir/shape_inference.h"
-#include "ir/target_info.h"
 #include "passes/rewrite_utils.h"
 
 namespace txl::passes {
@@ -105,11 +105,12 @@ std::optional<Site> match(const ir::Graph& g, Node rs) {
 }  // namespace
 
 ir::PassResult FuseAttention::run(ir::Graph& g, ir::PassContext& ctx) {
+  Rewriter rewriter(g, ctx, name());
   int fused = 0;
-  for (Node rs : g.nodesOfKind(OpKind::RelScores)) {
-    if (!g.hasUsers(rs)) continue;
+  rewriter.run(g.nodesOfKind(OpKind::RelScores), [&](Node rs) {
+    if (!g.hasUsers(rs)) return false;
     const auto site = match(g, rs);
-    if (!site) continue;
+    if (!site) return false;
     std::vector<Node> operands{site->qu, site->qv, site->k, site->v, site->rt, g.operand(rs, 2)};
     if (site->pad) operands.push_back(*site->pad);
     // The op's type check rejects operands in other layouts, e.g. a position
@@ -117,22 +118,17 @@ ir::PassResult FuseAttention::run(ir::Graph& g, ir::PassContext& ctx) {
     const ir::Attrs attrs{{"scale", g.op(rs).attrs.getFloat("scale")}};
     std::vector<ir::TensorType> types;
     for (Node o : operands) types.push_back(g.type(o));
+    const std::string where = "attention " + g.type(site->result).str();
     if (auto inferred = ir::inferType(OpKind::RelAttention, types, attrs); !inferred.ok()) {
-      ctx.skipped(name(), "attention " + g.type(site->result).str() + ": " + inferred.error);
-      continue;
+      rewriter.skipped(where + ": " + inferred.error);
+      return false;
     }
     const Node fusedNode = g.add(OpKind::RelAttention, operands, attrs);
-    if (ctx.target) {
-      if (auto why = ctx.target->slowPathReason(g, fusedNode)) {
-        g.erase(fusedNode);
-        ctx.skipped(name(), "attention " + g.type(site->result).str() + ": " + *why);
-        continue;
-      }
-    }
-    g.replaceAllUsesWith(site->result, fusedNode);
-    rw::eraseIfDead(g, site->result);
+    if (!rewriter.keepIfFast(fusedNode, where)) return false;
+    rewriter.replace(site->result, fusedNode);
     ++fused;
-  }
+    return true;
+  });
   if (fused > 0)
     ctx.applied(name(), std::to_string(fused) +
                             " attention block(s) as one rel_attention op (no score block, no head-major copies)");

@@ -13,13 +13,15 @@
 //   2. Then add(P, R) (either order) with P a linear, or a fused_linear with
 //      no residual yet, used only by the add, and R of the add's type,
 //      becomes fused_linear{residual}(P's operands, R).
-//   3. Each candidate is asked of the target; a slow lowering (a `ref`
-//      matmul) keeps the unfused ops and is reported with the reason.
+//   3. Each candidate is asked of the target (Rewriter::slowPathReason); a
+//      slow lowering (a `ref` matmul) keeps the unfused ops and is reported
+//      with the reason, one remark per reason with its count.
+// The relus, then the adds, are each visited once, from lists made when
+// their step starts.
 #include "passes/fuse_epilogues.h"
 
 #include <map>
 
-#include "ir/target_info.h"
 #include "passes/rewrite_utils.h"
 
 namespace txl::passes {
@@ -31,8 +33,7 @@ namespace {
 
 struct Fuser {
   ir::Graph& g;
-  ir::PassContext& ctx;
-  std::string_view pass;
+  Rewriter& rewriter;
   std::map<std::string, int> applied, skipped;
 
   // The candidate fused_linear for `root` (a relu or add), or nullopt.
@@ -64,15 +65,11 @@ struct Fuser {
     auto fused = candidate(root);
     if (!fused) return false;
     const std::string what = g.kind(root) == OpKind::Relu ? "bias + ReLU" : "residual add";
-    if (ctx.target) {
-      if (auto why = ctx.target->slowPathReason(g, *fused)) {
-        g.erase(*fused);
-        ++skipped[what + " not fused: " + *why];
-        return false;
-      }
+    if (auto why = rewriter.slowPathReason(*fused)) {
+      ++skipped[what + " not fused: " + *why];
+      return false;
     }
-    g.replaceAllUsesWith(root, *fused);
-    rw::eraseIfDead(g, root);
+    rewriter.replace(root, *fused);
     ++applied[what];
     return true;
   }
@@ -81,18 +78,11 @@ struct Fuser {
 }  // namespace
 
 ir::PassResult FuseEpilogues::run(ir::Graph& g, ir::PassContext& ctx) {
-  Fuser f{g, ctx, name(), {}, {}};
+  Rewriter rewriter(g, ctx, name());
+  Fuser f{g, rewriter, {}, {}};
   bool changed = false;
-  for (OpKind kind : {OpKind::Relu, OpKind::Add}) {
-    std::vector<std::uint64_t> ids;
-    for (Node n : g.nodesOfKind(kind)) ids.push_back(g.op(n).id);
-    for (std::uint64_t id : ids)
-      for (Node n : g.nodes())
-        if (g.op(n).id == id) {
-          if (g.hasUsers(n)) changed |= f.visit(n);
-          break;
-        }
-  }
+  for (OpKind kind : {OpKind::Relu, OpKind::Add})
+    changed |= rewriter.run(g.nodesOfKind(kind), [&](Node n) { return g.hasUsers(n) && f.visit(n); });
   for (const auto& [what, count] : f.applied)
     ctx.applied(name(), std::to_string(count) + " " + what + " as matmul post-ops of fused_linear");
   for (const auto& [why, count] : f.skipped) ctx.skipped(name(), std::to_string(count) + " " + why);

@@ -108,12 +108,13 @@ std::optional<Piece> matchPiece(const ir::Graph& g, Node n, std::vector<Node>& m
 }  // namespace
 
 ir::PassResult FuseNll::run(ir::Graph& g, ir::PassContext& ctx) {
+  Rewriter rewriter(g, ctx, name());
   int fused = 0;
-  for (Node pick : g.nodesOfKind(OpKind::Pick)) {
-    if (!g.hasUsers(pick)) continue;
+  rewriter.run(g.nodesOfKind(OpKind::Pick), [&](Node pick) {
+    if (!g.hasUsers(pick)) return false;
     const Node lp = g.operand(pick, 0), targets = g.operand(pick, 1);
     const std::string where = "pick of " + g.type(lp).str();
-    if (!isF32(g, lp)) continue;
+    if (!isF32(g, lp)) return false;
     // 1. The pieces and their offsets.
     std::vector<Node> matched, pieceNodes = {lp};
     if (g.kind(lp) == OpKind::Concat && lastAxis(g, lp)) {
@@ -128,9 +129,9 @@ ir::PassResult FuseNll::run(ir::Graph& g, ir::PassContext& ctx) {
       pieces.push_back(*piece);
     }
     if (pieces.size() != pieceNodes.size()) {
-      ctx.skipped(name(), where + ": a piece is not a log_softmax over the last axis (or a slice of one, plus "
-                                  "one column of another)");
-      continue;
+      rewriter.skipped(where + ": a piece is not a log_softmax over the last axis (or a slice of one, plus "
+                               "one column of another)");
+      return false;
     }
     // 3. Nothing outside the match reads what it matched.
     const std::set<Node> inside(matched.begin(), matched.end());
@@ -141,8 +142,8 @@ ir::PassResult FuseNll::run(ir::Graph& g, ir::PassContext& ctx) {
           reader = std::string(ir::opInfo(g.kind(u)).name) +
                    (g.kind(u) == OpKind::Output ? " \"" + g.op(u).attrs.getString("name") + "\"" : "");
     if (reader) {
-      ctx.skipped(name(), where + ": the log-probabilities (or a part of them) are also read by " + *reader);
-      continue;
+      rewriter.skipped(where + ": the log-probabilities (or a part of them) are also read by " + *reader);
+      return false;
     }
     // 4. One logprob_pick per piece, summed.
     const std::int64_t classes = g.type(lp).shape.back();
@@ -159,12 +160,12 @@ ir::PassResult FuseNll::run(ir::Graph& g, ir::PassContext& ctx) {
       sum = sum ? g.add(OpKind::Add, {*sum, term}) : term;
       offset += p.cols.end - p.cols.start;
     }
-    g.replaceAllUsesWith(pick, *sum);
-    rw::eraseIfDead(g, pick);  // and, through it, the log-probabilities
-    ctx.applied(name(), where + ": " + std::to_string(pieces.size()) +
-                            " cluster(s) as logprob_pick (no log-probabilities materialized)");
+    rewriter.replace(pick, *sum);  // and, through it, the log-probabilities
+    rewriter.applied(where + ": " + std::to_string(pieces.size()) +
+                     " cluster(s) as logprob_pick (no log-probabilities materialized)");
     ++fused;
-  }
+    return true;
+  });
   return ir::PassResult::changedIf(fused > 0);
 }
 

@@ -17,16 +17,17 @@
 //      other user.
 //   2. M must be attn_mask {qlen = Q, mlen = K - Q}; otherwise skip with a
 //      remark.
-//   3. Build the candidate rel_scores; when the target says it would run on
-//      a slow path, erase it and skip with the target's reason; else replace
-//      the masked_fill by it and erase what only it used.
+//   3. Build the candidate rel_scores and ask the target (Rewriter::keepIfFast:
+//      a slow path drops it with the target's reason); else replace the
+//      masked_fill by it and erase what only it used.
+// Each site is visited once, from a list made before the first rewrite (the
+// Rewriter skips sites an earlier rewrite erased).
 //   4. When the masked_fill's only user is a softmax over the last axis, the
 //      rel_scores computes that too ({softmax = true}): each score row is
 //      normalized while it is still in cache, one pass over the block less.
 #include "passes/fuse_rel_shift.h"
 
 #include "ir/shape_inference.h"
-#include "ir/target_info.h"
 #include "passes/rewrite_utils.h"
 
 namespace txl::passes {
@@ -44,25 +45,21 @@ std::optional<Node> unshifted(const ir::Graph& g, Node n) {
 }  // namespace
 
 ir::PassResult FuseRelShift::run(ir::Graph& g, ir::PassContext& ctx) {
-  std::vector<std::uint64_t> sites;
+  std::vector<Node> sites;
   for (Node n : g.nodesOfKind(OpKind::MaskedFill))
-    if (g.hasUsers(n)) sites.push_back(g.op(n).id);
+    if (g.hasUsers(n)) sites.push_back(n);
+  Rewriter rewriter(g, ctx, name());
   int fused = 0, withSoftmax = 0;
-  for (std::uint64_t id : sites) {
-    std::optional<Node> site;
-    for (Node n : g.nodes())
-      if (g.op(n).id == id) site = n;
-    if (!site) continue;
-    Node fill = *site;
+  rewriter.run(sites, [&](Node fill) {
     Node x = g.operand(fill, 0), mask = g.operand(fill, 1);
     double scale = 1.0;
     Node y = x;
     if (g.kind(x) == OpKind::Scale) {
-      if (!rw::singleUse(g, x)) continue;
+      if (!rw::singleUse(g, x)) return false;
       scale = g.op(x).attrs.getFloat("factor");
       y = g.operand(x, 0);
     }
-    if (g.kind(y) != OpKind::Add || !rw::singleUse(g, y)) continue;
+    if (g.kind(y) != OpKind::Add || !rw::singleUse(g, y)) return false;
     std::optional<Node> ac, bd;
     for (int first = 0; first < 2 && !bd; ++first) {
       if (auto b = unshifted(g, g.operand(y, 1 - first))) {
@@ -70,15 +67,15 @@ ir::PassResult FuseRelShift::run(ir::Graph& g, ir::PassContext& ctx) {
         bd = b;
       }
     }
-    if (!bd || g.type(*ac) != g.type(*bd) || g.type(*ac) != g.type(y)) continue;
+    if (!bd || g.type(*ac) != g.type(*bd) || g.type(*ac) != g.type(y)) return false;
     const ir::Shape& s = g.type(y).shape;
     const std::int64_t q = s[s.size() - 2], k = s.back();
     const std::string where = "score block " + g.type(y).str();
     if (g.kind(mask) != OpKind::AttnMask || g.op(mask).attrs.getInt("qlen") != q ||
         g.op(mask).attrs.getInt("mlen") != k - q) {
-      ctx.skipped(name(), where + ": the mask is not an attn_mask of this block's qlen and mlen, so the "
-                                  "shift's leftovers might be visible");
-      continue;
+      rewriter.skipped(where + ": the mask is not an attn_mask of this block's qlen and mlen, so the "
+                               "shift's leftovers might be visible");
+      return false;
     }
     // 4. The row softmax that only reads these scores.
     std::optional<Node> softmax;
@@ -89,18 +86,12 @@ ir::PassResult FuseRelShift::run(ir::Graph& g, ir::PassContext& ctx) {
     ir::Attrs attrs{{"scale", scale}, {"value", g.op(fill).attrs.getFloat("value")}};
     if (softmax) attrs.set("softmax", true);
     Node fusedNode = g.add(OpKind::RelScores, {*ac, *bd, mask}, attrs);
-    if (ctx.target) {
-      if (auto why = ctx.target->slowPathReason(g, fusedNode)) {
-        g.erase(fusedNode);
-        ctx.skipped(name(), where + ": " + *why);
-        continue;
-      }
-    }
-    g.replaceAllUsesWith(softmax ? *softmax : fill, fusedNode);
-    rw::eraseIfDead(g, softmax ? *softmax : fill);  // and, through it, what only it read
+    if (!rewriter.keepIfFast(fusedNode, where)) return false;
+    rewriter.replace(softmax ? *softmax : fill, fusedNode);  // and, through it, what only it read
     ++fused;
     withSoftmax += softmax.has_value();
-  }
+    return true;
+  });
   if (fused > 0)
     ctx.applied(name(), std::to_string(fused) +
                             " score block(s): AC + rel_shift(BD), scale and mask as one rel_scores op (no pad/reshape copy)" +

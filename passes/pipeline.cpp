@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "ir/check.h"
+#include "passes/fold_constants.h"
 #include "passes/registry.h"
 
 namespace txl::passes {
@@ -81,8 +82,21 @@ std::vector<std::string> selectedPasses(const PipelineOptions& options) {
 std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const PipelineOptions& options, ir::PassContext& ctx) {
   ir::PassManager pm(options.manager);
   for (const auto& name : selectedPasses(options)) pm.add(createPass(name));
+  // A graph built to be compiled ends folded, whatever the pipeline: the
+  // executors are handed constants as weights, and --print-after-all's last
+  // graph is the one compiled.
+  if (ctx.constants) pm.add(std::make_unique<FoldConstants>());
   pm.run(g, ctx);
   return pm.timings();
+}
+
+void foldConstants(ir::Graph& g, ir::ConstantEvaluator* constants) {
+  if (!constants) return;
+  PipelineOptions none;
+  none.passes.emplace();
+  ir::PassContext ctx;
+  ctx.constants = constants;
+  runPipeline(g, none, ctx);
 }
 
 }  // namespace txl::passes

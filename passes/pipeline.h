@@ -26,7 +26,12 @@ std::vector<std::string> parsePassList(const std::string& text);
 // The pass names a PipelineOptions selects, after --disable-pass.
 std::vector<std::string> selectedPasses(const PipelineOptions& options);
 
-// Runs the selected pipeline on `g`; throws txl::Error naming a failing pass.
+// Runs the selected pipeline on `g`, then, when ctx.constants is set,
+// fold-constants (the graph is then the one to compile); throws txl::Error
+// naming a failing pass.
 std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const PipelineOptions& options, ir::PassContext& ctx);
+
+// fold-constants alone, for a graph optimized before (an artifact's); nothing when `constants` is null.
+void foldConstants(ir::Graph& g, ir::ConstantEvaluator* constants);
 
 }  // namespace txl::passes

@@ -57,8 +57,10 @@ std::optional<Node> laidOutTransposed(ir::Graph& g, Node operand) {
 }  // namespace
 
 ir::PassResult PretransposeConstants::run(ir::Graph& g, ir::PassContext& ctx) {
+  Rewriter rewriter(g, ctx, name());
   int moved = 0;
-  for (Node n : g.nodesOfKind(OpKind::MatMul)) {
+  rewriter.run(g.nodesOfKind(OpKind::MatMul), [&](Node n) {
+    bool changed = false;
     for (std::size_t i : {std::size_t(0), std::size_t(1)}) {
       const char* flag = i == 0 ? "transpose_a" : "transpose_b";
       const Node old = g.operand(n, i);
@@ -67,10 +69,12 @@ ir::PassResult PretransposeConstants::run(ir::Graph& g, ir::PassContext& ctx) {
       if (!laidOut) continue;
       g.setOperand(n, i, *laidOut);
       g.op(n).attrs.erase(flag);
-      rw::eraseIfDead(g, old);
+      rewriter.eraseIfDead(old);
       ++moved;
+      changed = true;
     }
-  }
+    return changed;
+  });
   if (moved > 0) ctx.applied(name(), std::to_string(moved) + " transposed constant matmul operand(s) laid out transposed once");
   return ir::PassResult::changedIf(moved > 0);
 }

@@ -1,8 +1,5 @@
-// passes/rewrite_utils.cpp - builders, constant cones, the literal rel-shift matcher.
+// passes/rewrite_utils.cpp - builders, use tests, the literal rel-shift matcher.
 #include "passes/rewrite_utils.h"
-
-#include <algorithm>
-#include <map>
 
 #include "ir/shape_inference.h"
 
@@ -21,27 +18,6 @@ Node concat(ir::Graph& g, const std::vector<Node>& xs, std::int64_t axis) {
   return g.add(OpKind::Concat, xs, {{"axis", axis}});
 }
 
-bool isConstant(const ir::Graph& g, Node n) {
-  switch (g.kind(n)) {
-    case OpKind::Weight:
-    case OpKind::Constant:
-    case OpKind::PosEncoding:
-    case OpKind::AttnMask:
-      return true;
-    case OpKind::Input:
-    case OpKind::MemRead:
-    case OpKind::Output:
-    case OpKind::MemWrite:
-    case OpKind::MemWindow:
-      return false;
-    default:
-      break;
-  }
-  for (Node o : g.operands(n))
-    if (!isConstant(g, o)) return false;
-  return true;
-}
-
 std::int64_t axisOf(const ir::Graph& g, Node n) {
   const ir::TensorType& t = g.kind(n) == OpKind::Slice || g.kind(n) == OpKind::Pad ? g.type(g.operand(n, 0)) : g.type(n);
   return *ir::normalizeAxis(g.op(n).attrs.getInt("axis"), t.rank());
@@ -55,16 +31,6 @@ bool singleUse(const ir::Graph& g, Node n) {
   int reads = 0;
   for (Node o : g.operands(users[0])) reads += o == n;
   return reads == 1;
-}
-
-void eraseIfDead(ir::Graph& g, Node n) {
-  const OpKind kind = g.kind(n);
-  if (g.hasUsers(n) || !ir::opInfo(kind).hasResult || kind == OpKind::Input || kind == OpKind::MemWindow) return;
-  std::vector<Node> operands = g.operands(n);
-  g.erase(n);
-  std::sort(operands.begin(), operands.end());
-  operands.erase(std::unique(operands.begin(), operands.end()), operands.end());
-  for (Node o : operands) eraseIfDead(g, o);
 }
 
 Node throughViews(const ir::Graph& g, Node n, std::vector<Node>* path) {

@@ -15,11 +15,17 @@
 //      mem_read go.
 //   2. X = x with no memory (mlen 0): add mem_window(x) {mlen 0} (it has no
 //      users: it only writes the state); S and the mem_write go.
-//   3. Anything else (another user of the mem_read, a slice that does not
-//      end at the last row): the slot is left alone.
+//   3. Anything else (another user of the mem_read, another mem_read of the
+//      slot, a slice that does not end at the last row): the slot is left
+//      alone.
+// Each mem_write is visited once; the mem_reads of each slot are listed once
+// up front.
 #include "passes/window_memory.h"
 
+#include <map>
+
 #include "ir/shape_inference.h"
+#include "passes/rewriter.h"
 
 namespace txl::passes {
 
@@ -35,22 +41,18 @@ bool isRowSuffix(const ir::Graph& g, Node slice) {
          g.op(slice).attrs.getInt("end") == g.type(x).shape[0];
 }
 
-void eraseDead(ir::Graph& g, Node n) {
-  if (g.hasUsers(n) || g.kind(n) == OpKind::MemWindow || g.kind(n) == OpKind::Input) return;
-  auto operands = g.operands(n);
-  g.erase(n);
-  for (Node o : operands)
-    if (g.kind(o) != OpKind::Weight) eraseDead(g, o);
-}
-
 }  // namespace
 
-ir::PassResult WindowMemory::run(ir::Graph& g, ir::PassContext&) {
-  bool changed = false;
-  for (Node write : g.nodesOfKind(OpKind::MemWrite)) {
+ir::PassResult WindowMemory::run(ir::Graph& g, ir::PassContext& ctx) {
+  // The memory reads of each slot, listed once: a slot must not be read
+  // outside its [memory; x] (nothing else may hold the state the window moves).
+  std::map<std::int64_t, std::vector<Node>> reads;
+  for (Node r : g.nodesOfKind(OpKind::MemRead)) reads[g.op(r).attrs.getInt("slot")].push_back(r);
+  Rewriter rewriter(g, ctx, name());
+  const bool changed = rewriter.run(g.nodesOfKind(OpKind::MemWrite), [&](Node write) {
     const std::int64_t slot = g.op(write).attrs.getInt("slot");
     const Node kept = g.operand(write, 0);
-    if (!isRowSuffix(g, kept)) continue;
+    if (!isRowSuffix(g, kept)) return false;
     const Node x = g.operand(kept, 0);
     const std::int64_t rows = g.type(x).shape[0];
     const std::int64_t keep = rows - g.op(kept).attrs.getInt("start");
@@ -63,23 +65,20 @@ ir::PassResult WindowMemory::run(ir::Graph& g, ir::PassContext&) {
         g.kind(g.operand(x, 0)) == OpKind::MemRead &&
         g.op(g.operand(x, 0)).attrs.getInt("slot") == slot) {
       read = g.operand(x, 0);
-      if (g.users(*read).size() != 1) continue;  // the memory is read elsewhere too
+      if (g.users(*read).size() != 1) return false;  // the memory is read elsewhere too
       appended = g.operand(x, 1);
       mlen = g.type(*read).shape[0];
     }
-    // A memory slot must not be read without the concat (nothing else may hold it).
-    bool readElsewhere = false;
-    for (Node r : g.nodesOfKind(OpKind::MemRead))
-      if (g.op(r).attrs.getInt("slot") == slot && (!read || r != *read)) readElsewhere = true;
-    if (readElsewhere) continue;
+    for (Node r : reads[slot])
+      if (!read || r != *read) return false;
 
     Node window = g.add(OpKind::MemWindow, {appended}, {{"slot", slot}, {"mlen", mlen}, {"keep", keep}});
-    g.erase(write);
+    rewriter.erase(write);
     if (read) g.replaceAllUsesWith(x, window);  // (kept reads the window now; it goes next)
-    eraseDead(g, kept);
-    if (read) eraseDead(g, x);
-    changed = true;
-  }
+    rewriter.eraseIfDead(kept);
+    if (read) rewriter.eraseIfDead(x);
+    return true;
+  });
   return ir::PassResult::changedIf(changed);
 }
 

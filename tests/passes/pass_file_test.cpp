@@ -7,6 +7,8 @@
 //   // EXPECT-ERROR: text        the pipeline must fail with a message containing text
 //   // EXPECT-UNCHANGED          the printed graph after the passes equals the input's
 //   // REMARK: text              some remark of the passes contains text
+//   // NO-NUMERIC: why           skip the numeric check (a memory-form pass changes what a
+//                                slot holds, so the runs before and after are not comparable)
 //   // CHECK / CHECK-NEXT / CHECK-NOT   matched against the printed result
 // Unless an error is expected, the reference interpreter also runs the graph
 // before and after the passes on seeded random weights, inputs and memories
@@ -38,6 +40,7 @@ struct TestFile {
   std::optional<std::string> slowOp, expectError;
   std::vector<std::string> remarks;
   bool expectUnchanged = false;
+  bool numeric = true;
 };
 
 std::optional<std::string> directive(const std::string& line, const std::string& name) {
@@ -68,6 +71,7 @@ TestFile readTestFile(const fs::path& path) {
     if (auto v = directive(line, "EXPECT-ERROR")) t.expectError = *v;
     if (auto v = directive(line, "REMARK")) t.remarks.push_back(*v);
     if (directive(line, "EXPECT-UNCHANGED")) t.expectUnchanged = true;
+    if (directive(line, "NO-NUMERIC")) t.numeric = false;
   }
   return t;
 }
@@ -125,6 +129,7 @@ void runTestFile(const TestFile& t) {
     CHECK(found);
   }
   // Numerics: the same outputs before and after on the reference interpreter.
+  if (!t.numeric) return;
   auto exe = backend::makeReferenceExecutor();
   for (std::uint64_t seed : {1u, 2u}) {
     auto weights = testing::randomWeights(before, seed);
@@ -140,7 +145,7 @@ void runTestFile(const TestFile& t) {
 
 TEST_CASE("pass text tests") {
   auto files = testFiles();
-  REQUIRE(files.size() >= 18);  // a positive, a must-not-fire and an error case for each of six passes
+  REQUIRE(files.size() >= 24);  // a positive, a must-not-fire and an error case for each of eight passes
   for (const auto& path : files) {
     DYNAMIC_SECTION(fs::relative(path, TXL_PASS_TEST_DIR).string()) { runTestFile(readTestFile(path)); }
   }

@@ -145,7 +145,9 @@ std::shared_ptr<backend::CompiledModel> unpadded(const std::shared_ptr<backend::
   info.padWarmup = false;
   std::shared_ptr<backend::Executor> executor(std::shared_ptr<backend::Executor>{}, &model->executor());
   return std::make_shared<backend::CompiledModel>(info, model->weights(), executor,
-                                                  [model](const backend::SegmentKey& k) { return model->buildGraph(k); });
+                                                  [model](const backend::SegmentKey& k, ir::ConstantEvaluator* c) {
+                                                    return model->buildGraph(k, c);
+                                                  });
 }
 
 }  // namespace
