@@ -31,13 +31,13 @@ namespace txl::backend {
 struct OnednnOptions {
   // Let matmul choose its weight layout (format `any`) for constant weights and
   // reorder them once at compile time; plain `ba` views of the user's [out, in]
-  // weights otherwise (no copy, but measured 2-4x slower at small M).
+  // weights otherwise (no copy, but slower matmuls at small M).
   bool blockedWeights = true;
   // A constant weight larger than this is read in place (plain `ba`) unless
   // its plain pages can be dropped once packed (a file-backed user weight,
   // with releasePackedPlainPages): a blocked copy of a vocabulary-sized
-  // output layer held beside the plain one (WT103: 439 MB) would double the
-  // model's resident memory.
+  // output layer held beside the plain one would double the model's resident
+  // memory.
   std::size_t maxBlockedWeightBytes = std::size_t(64) << 20;
   // Once a plan is compiled, drop the resident pages of file-backed weights
   // that plans read only packed (backend/packed_weights.h): the packed copy
@@ -45,7 +45,7 @@ struct OnednnOptions {
   bool releasePackedPlainPages = true;
   // Matmuls with one row per batch index whose B is read along its rows (one
   // generated token's BD and p · V) run on the own kernel of backend/gemv.h
-  // instead of oneDNN's (1.2-1.3x slower on these shapes).
+  // instead of oneDNN's, which is slower on these shapes (docs/LOG.md).
   bool ownGemv = true;
 };
 

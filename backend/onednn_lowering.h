@@ -109,10 +109,9 @@ struct MatMulMds {
 MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::TensorType& out, bool ta, bool tb,
                     const std::vector<std::int64_t>& aStrides = {}, const std::vector<std::int64_t>& bStrides = {});
 // Rows of the query block up to which a matmul reads a permuted operand in
-// place (strided) rather than after a permute's copy: measured on enwik8's
-// keys and values (2,101 × 8 heads × 64, row stride 1,024): at 1 and 4 rows
-// the strided read beats copy + dense read (0.16 vs 0.17 + 0.2 ms), at 16 it
-// is 4x slower than the dense read.
+// place (strided) rather than after a permute's copy: with few query rows the
+// strided read costs less than the copy it saves; with many, the dense read
+// wins (the threshold comes from timing enwik8's keys and values; docs/LOG.md).
 constexpr std::int64_t kMaxRowsForStridedMatMulOperand = 4;
 dnnl::layer_normalization_forward::primitive_desc layerNormPd(const dnnl::engine& eng, const ir::TensorType& x,
                                                                float eps);

@@ -3,7 +3,7 @@
 //
 // A matmul runs fastest on weights reordered ("packed") into a blocked
 // layout it chooses; the layout depends on the weight's shape only, not on
-// the segment length (measured: BA16a64b for every M on this machine). One
+// the segment length (oneDNN picks the same blocked format for every M). One
 // PackedWeights lives in each oneDNN executor, i.e. once per model, and every
 // plan the executor compiles asks it for its packed weights: the plans of all
 // segment shapes (scoring, warm-up, one-token generation) share one copy. An

@@ -139,8 +139,7 @@ struct BiasFolder {
       bv = rw::scale(g, bv, s);
     }
     // One projection, then each bias: a [W_q; W_q] concat (or two linears
-    // over s·W_q) would compute x · s·W_qᵀ twice (enwik8: 0.5 of 13 GFLOP
-    // per segment).
+    // over s·W_q) would compute x · s·W_qᵀ twice.
     Node q = g.add(OpKind::Linear, {xq, wq});
     Node qu = g.add(OpKind::Add, {q, bu});
     Node qv = g.add(OpKind::Add, {q, bv});

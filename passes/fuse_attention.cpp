@@ -7,8 +7,8 @@
 // [Q, B, H, D]. rel_attention(qu, qv, k, v, rt, mask[, pad]) reads the
 // operands where they are and computes the scores per key block in
 // registers (backend/rel_attention.h): neither the scores nor the copies
-// exist. enwik8 qlen 80: the permutes and rel_scores were ~12 of ~60 ms
-// per segment (docs/PERFORMANCE.md).
+// exist. What that buys is measured by `txlc bench ... --disable-pass
+// fuse-attention` (docs/PERFORMANCE.md).
 //
 // Algorithm:
 //   1. Sites: rel_scores(AC, BD, mask) {value = -inf} with P = the rel_scores

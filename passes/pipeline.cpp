@@ -18,7 +18,7 @@ const std::vector<std::string>& defaultPipeline() {
       // [memory; x] and the memory update as one in-place window per slot,
       // while the literal concat / slice / mem_write pattern is still intact.
       "window-memory",
-      // First: put the literal graph in the forms the Transformer-XL passes
+      // Put the literal graph in the forms the Transformer-XL passes
       // match (the reference rel-shift as one rel_shift op, no identity or
       // chained views), and merge the weights the builder adds more than once.
       "canonicalize",
@@ -28,7 +28,7 @@ const std::vector<std::string>& defaultPipeline() {
       // backend evaluates once per model, not per segment shape).
       "fold-positions",
       // u, v and the score scale into one Q projection; needs the canonical
-      // rel_shift (step 1) to see both score matmuls of a block, and must run
+      // rel_shift (canonicalize) to see both score matmuls of a block, and must run
       // before fuse-rel-shift, which would otherwise capture the scale.
       "fold-bias-terms",
       // The folding leaves reshape(slice) chains and repeated weight slices:
