@@ -257,8 +257,8 @@ std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::
   const ir::TensorMap state = session.saveState();
   session.loadState(state);
   timedForward(session, s, qlen, nll);  // the plan of this shape, built if new
-  auto* plan = dynamic_cast<backend::OnednnCompiledGraph*>(session.lastPlan());
-  if (!plan) return {};
+  backend::CompiledGraph* plan = session.lastPlan();
+  if (!plan || !plan->hasSteps()) return {};
   plan->setProfiling(true);
   for (int r = 0; r < runs; ++r) {
     session.loadState(state);
@@ -359,7 +359,7 @@ BenchReport runBench(const BenchOptions& o) {
   r.peakRssProcessBytes = processPeakRss();
   r.peakRssBytes = peakReset ? procStatusBytes("VmHWM") : r.peakRssProcessBytes;
   r.weightBytes = ir::distinctBytes(weights) + model->constants().bytes();
-  if (auto* plan = dynamic_cast<backend::OnednnCompiledGraph*>(session.lastPlan())) {
+  if (const backend::CompiledGraph* plan = session.lastPlan(); plan && plan->hasSteps()) {
     r.arenaBytes = plan->arenaBytes();
     r.constantBytes = plan->constantBytes();
     for (const auto& s : plan->steps())

@@ -10,7 +10,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "backend/onednn_executor.h"
 #include "ir/check.h"
 #include "ir/json_io.h"
 #include "passes/pipeline.h"
@@ -61,9 +60,9 @@ int run(const Options& o) {
                             {"graphs", a.graphs.size()},
                             {"main_graph_nodes", mainNodes},
                             {"passes", *a.setting.pipeline.passes}};
-  if (auto* onednn = dynamic_cast<backend::OnednnCompiledGraph*>(plan.get())) {
-    summary["main_plan_steps"] = onednn->steps().size();
-    summary["main_plan_arena_bytes"] = onednn->arenaBytes();
+  if (plan->hasSteps()) {
+    summary["main_plan_steps"] = plan->steps().size();
+    summary["main_plan_arena_bytes"] = plan->arenaBytes();
   }
 
   std::vector<std::byte> bytes = serializeArtifact(a);
