@@ -41,10 +41,10 @@ using ir::TensorMap;
 
 // One step of a plan, as a profiler or a test sees it.
 struct StepInfo {
-  std::string op;         // the IR op name ("linear")
-  std::uint64_t node = 0; // the node's id
-  std::string primitive;  // "matmul", "reorder", ... or "kernel" for an own kernel
-  std::string impl;       // impl_info_str() ("brg:avx512_core"), or the own kernel's name
+  std::string op;          // the IR op name ("linear")
+  std::uint64_t node = 0;  // the node's id
+  std::string primitive;   // "matmul", "reorder", ... or "kernel" for an own kernel
+  std::string impl;        // impl_info_str() ("brg:avx512_core"), or the own kernel's name
 };
 
 class CompiledGraph {

@@ -32,16 +32,16 @@
 namespace txl::backend {
 
 struct BufferRequest {
-  std::string label;        // what the buffer holds, for reports ("linear (node 12)")
+  std::string label;  // what the buffer holds, for reports ("linear (node 12)")
   std::size_t bytes = 0;
-  std::size_t first = 0;    // first step at which it is live
-  std::size_t last = 0;     // last step at which it is live (>= first)
+  std::size_t first = 0;  // first step at which it is live
+  std::size_t last = 0;   // last step at which it is live (>= first)
 };
 
 struct PlannedBuffer {
   BufferRequest request;
-  std::size_t offset = 0;   // bytes from the arena's start
-  std::size_t size = 0;     // request.bytes rounded up to the alignment
+  std::size_t offset = 0;  // bytes from the arena's start
+  std::size_t size = 0;    // request.bytes rounded up to the alignment
 };
 
 struct MemoryPlan {

@@ -36,10 +36,8 @@ void placeArena(Plan& plan, const PlanOutputs& outputs) {
   std::stable_partition(plan.bindings.begin(), plan.bindings.end(),
                         [&](const Binding& b) { return plan.buffers[b.buffer].kind == BufferKind::Input; });
   for (const Binding& b : plan.bindings) {
-    if (plan.buffers[b.buffer].kind == BufferKind::Input)
-      ++plan.inputBindings;
-    else
-      b.mem.set_data_handle(static_cast<char*>(plan.buffers[b.buffer].ptr) + b.offset);
+    if (plan.buffers[b.buffer].kind == BufferKind::Input) ++plan.inputBindings;
+    else b.mem.set_data_handle(static_cast<char*>(plan.buffers[b.buffer].ptr) + b.offset);
   }
 }
 

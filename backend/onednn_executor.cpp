@@ -112,8 +112,7 @@ void OnednnPlan::runProfiled(std::size_t& i) {
 
 class OnednnExecutor final : public Executor {
  public:
-  explicit OnednnExecutor(const OnednnOptions& options)
-      : options_(options), packs_(options.releasePackedPlainPages) {}
+  explicit OnednnExecutor(const OnednnOptions& options) : options_(options), packs_(options.releasePackedPlainPages) {}
   std::string name() const override { return "onednn"; }
   std::unique_ptr<CompiledGraph> compile(const ir::Graph& graph, const TensorMap& weights) override {
     try {

@@ -176,8 +176,8 @@ dnnl::matmul::primitive_desc fusedLinearPd(const dnnl::engine& eng, const ir::Te
   const std::int64_t m = x.rank() == 0 ? 1 : x.numel() / std::max<std::int64_t>(in, 1);
   memory::desc srcMd({m, in}, dnnlType(x.dtype), memory::dims{in, 1});
   memory::desc dstMd({m, out}, dnnlType(x.dtype), memory::dims{out, 1});
-  memory::desc weightsMd = anyWeights ? memory::desc({in, out}, dnnlType(w.dtype), memory::format_tag::any)
-                                      : linearPlainWeightsMd(w);
+  memory::desc weightsMd =
+      anyWeights ? memory::desc({in, out}, dnnlType(w.dtype), memory::format_tag::any) : linearPlainWeightsMd(w);
   dnnl::post_ops po;
   if (relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   if (residual) po.append_binary(dnnl::algorithm::binary_add, dstMd);

@@ -102,10 +102,8 @@ void embedding(const float* table, std::int64_t rows, std::int64_t dim, const st
                std::int64_t lo, float* out) {
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t r = ids[i] - lo;
-    if (ids[i] >= lo && r < rows)
-      std::memcpy(out + i * dim, table + r * dim, sizeof(float) * dim);
-    else
-      std::memset(out + i * dim, 0, sizeof(float) * dim);
+    if (ids[i] >= lo && r < rows) std::memcpy(out + i * dim, table + r * dim, sizeof(float) * dim);
+    else std::memset(out + i * dim, 0, sizeof(float) * dim);
   }
 }
 
@@ -137,8 +135,8 @@ void maskedFill(const float* x, const ir::Shape& shape, const void* mask, ir::DT
 void pick(const float* x, std::int64_t outer, std::int64_t n, const std::int64_t* idx, float* out) {
   for (std::int64_t o = 0; o < outer; ++o) {
     if (idx[o] < 0 || idx[o] >= n)
-      throw Error("pick: index " + std::to_string(idx[o]) + " at position " + std::to_string(o) +
-                  " is outside [0, " + std::to_string(n) + ")");
+      throw Error("pick: index " + std::to_string(idx[o]) + " at position " + std::to_string(o) + " is outside [0, " +
+                  std::to_string(n) + ")");
     out[o] = x[o * n + idx[o]];
   }
 }
@@ -182,8 +180,8 @@ void stridedCopy(const void* src, const std::int64_t* srcStrides, void* dst, con
   });
 }
 
-void binaryI64(const std::int64_t* a, const std::int64_t* aStrides, const std::int64_t* b,
-               const std::int64_t* bStrides, std::int64_t* out, const ir::Shape& shape, int op) {
+void binaryI64(const std::int64_t* a, const std::int64_t* aStrides, const std::int64_t* b, const std::int64_t* bStrides,
+               std::int64_t* out, const ir::Shape& shape, int op) {
   std::vector<std::int64_t> dense(shape.size());
   std::int64_t n = 1;
   for (std::size_t d = shape.size(); d-- > 0;) {
@@ -204,8 +202,8 @@ void binaryI64(const std::int64_t* a, const std::int64_t* aStrides, const std::i
   });
 }
 
-void padFill(void* out, ir::DType dtype, std::int64_t outer, std::int64_t before, std::int64_t mid,
-             std::int64_t after, std::int64_t inner, double value) {
+void padFill(void* out, ir::DType dtype, std::int64_t outer, std::int64_t before, std::int64_t mid, std::int64_t after,
+             std::int64_t inner, double value) {
   const std::size_t es = ir::dtypeSize(dtype);
   const std::int64_t rowElems = (before + mid + after) * inner;
   for (std::int64_t o = 0; o < outer; ++o) {

@@ -47,12 +47,12 @@ void stridedCopy(const void* src, const std::int64_t* srcStrides, void* dst, con
                  const ir::Shape& shape, std::size_t elemSize);
 
 // Element-wise a (op) b for i64 over `shape`, operands strided (0 = broadcast); op 0 add, 1 sub, 2 mul.
-void binaryI64(const std::int64_t* a, const std::int64_t* aStrides, const std::int64_t* b,
-               const std::int64_t* bStrides, std::int64_t* out, const ir::Shape& shape, int op);
+void binaryI64(const std::int64_t* a, const std::int64_t* aStrides, const std::int64_t* b, const std::int64_t* bStrides,
+               std::int64_t* out, const ir::Shape& shape, int op);
 
 // The padding of a pad op: out [outer, before + mid + after, inner]; fills the
 // before and after slabs of every outer index with value.
-void padFill(void* out, ir::DType dtype, std::int64_t outer, std::int64_t before, std::int64_t mid,
-             std::int64_t after, std::int64_t inner, double value);
+void padFill(void* out, ir::DType dtype, std::int64_t outer, std::int64_t before, std::int64_t mid, std::int64_t after,
+             std::int64_t inner, double value);
 
 }  // namespace txl::backend::kernels

@@ -44,8 +44,8 @@ View Lowering::temp(const ir::TensorType& type) {
 }
 
 std::string Lowering::label(const char* what) const {
-  return std::string(what) + " of " + std::string(ir::opInfo(g_.kind(node_)).name) + " (node " + std::to_string(g_.op(node_).id) +
-         ")";
+  return std::string(what) + " of " + std::string(ir::opInfo(g_.kind(node_)).name) + " (node " +
+         std::to_string(g_.op(node_).id) + ")";
 }
 
 void Lowering::record(ir::Node n, const char* kind, const std::string& impl) {
@@ -135,8 +135,7 @@ void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View&
   const bool constW = packsWeight(w);
   auto pd = linearPd(plan_.engine, x.type, w.type, ops.size() == 3, constW);
   memory::desc plainMd = linearPlainWeightsMd(w.type);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())},
-                                       {DNNL_ARG_DST, mem(out, pd.dst_desc())}};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())}, {DNNL_ARG_DST, mem(out, pd.dst_desc())}};
   args[DNNL_ARG_WEIGHTS] = constW ? constantWeights(w, plainMd, pd.weights_desc()) : mem(w, pd.weights_desc());
   if (ops.size() == 3) args[DNNL_ARG_BIAS] = mem(ops[2], pd.bias_desc());
   addPrimitive(n, pd, "matmul", std::move(args));
@@ -192,7 +191,8 @@ void Lowering::lowerMatMul(ir::Node n, const std::vector<View>& ops, const View&
   }
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(mds.src, mds.weights, mds.dst), scratchpadAttr(), plan_.engine);
   addPrimitive(n, pd, "matmul",
-               {{DNNL_ARG_SRC, mem(ops[0], mds.src)}, {DNNL_ARG_WEIGHTS, mem(ops[1], mds.weights)},
+               {{DNNL_ARG_SRC, mem(ops[0], mds.src)},
+                {DNNL_ARG_WEIGHTS, mem(ops[1], mds.weights)},
                 {DNNL_ARG_DST, mem(out, mds.dst)}});
 }
 
@@ -281,8 +281,9 @@ void Lowering::lowerBinary(ir::Node n, const std::vector<View>& ops, const View&
     src1Md = memory::desc({1, outer, 1}, dnnlType(src1.type.dtype), memory::format_tag::abc);
   }
   dnnl::binary::primitive_desc pd(dnnl::binary::desc(algs[code], src0Md, src1Md, dstMd), attr, plan_.engine);
-  addPrimitive(n, pd, "binary",
-               {{DNNL_ARG_SRC_0, mem(src0, src0Md)}, {DNNL_ARG_SRC_1, mem(src1, src1Md)}, {DNNL_ARG_DST, mem(out, dstMd)}});
+  addPrimitive(
+      n, pd, "binary",
+      {{DNNL_ARG_SRC_0, mem(src0, src0Md)}, {DNNL_ARG_SRC_1, mem(src1, src1Md)}, {DNNL_ARG_DST, mem(out, dstMd)}});
 }
 
 // masked_fill with -inf (+inf) and a mask known at compile time: min (max)
@@ -298,8 +299,9 @@ void Lowering::lowerInfMaskedFill(ir::Node n, const View& x, const View& mask, c
   memory::desc dstMd = denseMd(out.type), boundMd = paddedMd(mask.type, out.type.shape.size());
   auto alg = value < 0 ? dnnl::algorithm::binary_min : dnnl::algorithm::binary_max;
   dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, dstMd, boundMd, dstMd), scratchpadAttr(), plan_.engine);
-  addPrimitive(n, pd, "binary",
-               {{DNNL_ARG_SRC_0, mem(x, dstMd)}, {DNNL_ARG_SRC_1, mem(boundView, boundMd)}, {DNNL_ARG_DST, mem(out, dstMd)}});
+  addPrimitive(
+      n, pd, "binary",
+      {{DNNL_ARG_SRC_0, mem(x, dstMd)}, {DNNL_ARG_SRC_1, mem(boundView, boundMd)}, {DNNL_ARG_DST, mem(out, dstMd)}});
 }
 
 void Lowering::lowerSoftmax(ir::Node n, const View& x, const View& out, bool log) {
@@ -334,10 +336,11 @@ void Lowering::lowerConcat(ir::Node n, const std::vector<View>& ops, const View&
     for (const View& v : ops) {
       if (v.type.numel() > 0) {
         if (out.type.dtype == ir::DType::I64) {
-          addKernel(n, "txl:strided_copy", [p = &plan_, v, out, off, outStrides, srcStrides = denseStrides(v.type.shape)] {
-            kernels::stridedCopy(p->ptr(v), srcStrides.data(), p->ptr(out) + off, outStrides.data(),
-                                 v.type.shape, sizeof(std::int64_t));
-          });
+          addKernel(n, "txl:strided_copy",
+                    [p = &plan_, v, out, off, outStrides, srcStrides = denseStrides(v.type.shape)] {
+                      kernels::stridedCopy(p->ptr(v), srcStrides.data(), p->ptr(out) + off, outStrides.data(),
+                                           v.type.shape, sizeof(std::int64_t));
+                    });
         } else {
           copy(n, v, denseMd(v.type), 0, out, memory::desc(v.type.shape, dnnlType(v.type.dtype), outStrides), off);
         }
@@ -398,9 +401,9 @@ PlanOutputs lowerGraph(Plan& plan, const ir::Graph& g, const std::vector<ir::Nod
     }
     const ir::OpKind kind = g.kind(n);
     if (kind == ir::OpKind::Output || kind == ir::OpKind::MemWrite)
-      outputs.emplace_back(kind == ir::OpKind::Output ? g.op(n).attrs.getString("name")
-                                                      : memName(g.op(n).attrs.getInt("slot")),
-                           placed.view);
+      outputs.emplace_back(
+          kind == ir::OpKind::Output ? g.op(n).attrs.getString("name") : memName(g.op(n).attrs.getInt("slot")),
+          placed.view);
   }
   return outputs;
 }
@@ -435,13 +438,13 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
     case ir::OpKind::Output:
     case ir::OpKind::MemWrite:  // a copy only when the value lives in a user's buffer
       if (!aliased)
-        addKernel(n, "txl:copy", [p = &plan_, x = ops[0], out] { std::memcpy(p->ptr(out), p->ptr(x), x.type.bytes()); });
+        addKernel(n, "txl:copy",
+                  [p = &plan_, x = ops[0], out] { std::memcpy(p->ptr(out), p->ptr(x), x.type.bytes()); });
       return;
     case ir::OpKind::MemWindow: {  // the window is the caller's buffer; append x's rows after the memory
       const std::size_t at = out.type.bytes() - ops[0].type.bytes();
-      addKernel(n, "txl:mem_window", [p = &plan_, x = ops[0], out, at] {
-        std::memcpy(p->ptr(out) + at, p->ptr(x), x.type.bytes());
-      });
+      addKernel(n, "txl:mem_window",
+                [p = &plan_, x = ops[0], out, at] { std::memcpy(p->ptr(out) + at, p->ptr(x), x.type.bytes()); });
       return;
     }
     case ir::OpKind::Add:
@@ -465,11 +468,12 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
       if (std::isinf(value) && isConstant(ops[1]) && ops[1].type.dtype == ir::DType::F32)
         return lowerInfMaskedFill(n, ops[0], ops[1], out, value);
       auto strides = broadcastStrides(ops[1].type, out.type.shape);
-      return addKernel(n, "txl:masked_fill", [p = &plan_, x = ops[0], m = ops[1], out, strides,
-                                              value = static_cast<float>(attrs.getFloat("value"))] {
-        kernels::maskedFill(reinterpret_cast<const float*>(p->ptr(x)), out.type.shape, p->ptr(m), m.type.dtype,
-                            strides.data(), value, reinterpret_cast<float*>(p->ptr(out)));
-      });
+      return addKernel(
+          n, "txl:masked_fill",
+          [p = &plan_, x = ops[0], m = ops[1], out, strides, value = static_cast<float>(attrs.getFloat("value"))] {
+            kernels::maskedFill(reinterpret_cast<const float*>(p->ptr(x)), out.type.shape, p->ptr(m), m.type.dtype,
+                                strides.data(), value, reinterpret_cast<float*>(p->ptr(out)));
+          });
     }
     case ir::OpKind::Concat:
       return lowerConcat(n, ops, out);
@@ -488,10 +492,11 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
         for (std::size_t i = 0; i < perm.size(); ++i) strides[i] = xStrides[perm[i]];
       }
       if (out.type.dtype == ir::DType::I64)
-        return addKernel(n, "txl:strided_copy", [p = &plan_, x = ops[0], out, off, strides, dst = denseStrides(out.type.shape)] {
-          kernels::stridedCopy(p->ptr(x) + off, strides.data(), p->ptr(out), dst.data(), out.type.shape,
-                               sizeof(std::int64_t));
-        });
+        return addKernel(n, "txl:strided_copy",
+                         [p = &plan_, x = ops[0], out, off, strides, dst = denseStrides(out.type.shape)] {
+                           kernels::stridedCopy(p->ptr(x) + off, strides.data(), p->ptr(out), dst.data(),
+                                                out.type.shape, sizeof(std::int64_t));
+                         });
       return copy(n, ops[0], memory::desc(out.type.shape, dnnlType(out.type.dtype), strides), off, out,
                   denseMd(out.type), 0);
     }
@@ -516,7 +521,8 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
     case ir::OpKind::LayerNorm: {
       auto pd = layerNormPd(plan_.engine, ops[0].type, static_cast<float>(attrs.getFloat("eps")));
       return addPrimitive(n, pd, "layer_normalization",
-                          {{DNNL_ARG_SRC, mem(ops[0], pd.src_desc())}, {DNNL_ARG_DST, mem(out, pd.dst_desc())},
+                          {{DNNL_ARG_SRC, mem(ops[0], pd.src_desc())},
+                           {DNNL_ARG_DST, mem(out, pd.dst_desc())},
                            {DNNL_ARG_SCALE, mem(ops[1], pd.weights_desc())},
                            {DNNL_ARG_SHIFT, mem(ops[2], pd.weights_desc())}});
     }
@@ -531,10 +537,14 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
                           reinterpret_cast<float*>(p->ptr(out)));
       });
     }
-    case ir::OpKind::RelScores: return lowerRelScores(n, ops, out);
-    case ir::OpKind::RelAttention: return lowerRelAttention(n, ops, out);
-    case ir::OpKind::LogprobPick: return lowerLogprobPick(n, ops, out);
-    case ir::OpKind::FusedLinear: return lowerFusedLinear(n, ops, out);
+    case ir::OpKind::RelScores:
+      return lowerRelScores(n, ops, out);
+    case ir::OpKind::RelAttention:
+      return lowerRelAttention(n, ops, out);
+    case ir::OpKind::LogprobPick:
+      return lowerLogprobPick(n, ops, out);
+    case ir::OpKind::FusedLinear:
+      return lowerFusedLinear(n, ops, out);
     case ir::OpKind::Pick: {
       TXL_CHECK(out.type.dtype == ir::DType::F32, "pick lowering takes f32 only");
       return addKernel(n, "txl:pick", [p = &plan_, x = ops[0], idx = ops[1], out] {

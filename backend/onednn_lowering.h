@@ -43,7 +43,7 @@ class Lowering {
  private:
   dnnl::memory mem(const View& v, const dnnl::memory::desc& md, std::size_t extraOffset = 0);
   dnnl::memory mem(const View& v) { return mem(v, denseMd(v.type)); }
-  View temp(const ir::TensorType& type);  // a fresh arena value live during this node's steps only
+  View temp(const ir::TensorType& type);      // a fresh arena value live during this node's steps only
   std::string label(const char* what) const;  // "<what> of <op> (node <id>)" for the current node
   void addPrimitive(ir::Node n, const dnnl::primitive_desc_base& pd, const char* kind,
                     std::unordered_map<int, dnnl::memory> args);
@@ -71,10 +71,10 @@ class Lowering {
   void lowerSoftmax(ir::Node n, const View& x, const View& out, bool log);
   void lowerConcat(ir::Node n, const std::vector<View>& ops, const View& out);
   void lowerPad(ir::Node n, const View& x, const View& out);
-  void lowerRelScores(ir::Node n, const std::vector<View>& ops, const View& out);    // onednn_fused.cpp
+  void lowerRelScores(ir::Node n, const std::vector<View>& ops, const View& out);     // onednn_fused.cpp
   void lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
-  void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
-  void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
+  void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
+  void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
 
  public:
   static dnnl::memory::desc denseMd(const ir::TensorType& t);
@@ -93,7 +93,7 @@ class Lowering {
 
 dnnl::memory::data_type dnnlType(ir::DType dtype);
 dnnl::memory::dims denseStrides(const ir::Shape& shape);  // row-major, in elements
-dnnl::memory::dims viewStrides(const View& v);  // v's strides, in elements (denseStrides when v is dense)
+dnnl::memory::dims viewStrides(const View& v);            // v's strides, in elements (denseStrides when v is dense)
 dnnl::primitive_attr scratchpadAttr();
 
 // linear: x [..., in] w [out, in] as matmul src [M, in] x weights [in, out]
@@ -114,13 +114,13 @@ MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::
 // wins (the threshold comes from timing enwik8's keys and values; docs/LOG.md).
 constexpr std::int64_t kMaxRowsForStridedMatMulOperand = 4;
 dnnl::layer_normalization_forward::primitive_desc layerNormPd(const dnnl::engine& eng, const ir::TensorType& x,
-                                                               float eps);
+                                                              float eps);
 // softmax / logsoftmax over `axis` of x: [outer, A] when axis is the last
 // non-trivial one, else [outer, A, inner] in the acb layout.
 dnnl::softmax_forward::primitive_desc softmaxForwardPd(const dnnl::engine& eng, const ir::TensorType& x,
-                                                        std::int64_t axis);
+                                                       std::int64_t axis);
 dnnl::logsoftmax_forward::primitive_desc logSoftmaxForwardPd(const dnnl::engine& eng, const ir::TensorType& x,
-                                                              std::int64_t axis);
+                                                             std::int64_t axis);
 // The primitive descriptor the lowering builds for the main work of `n`;
 // nullopt when `n` is no primitive (own kernel, alias, source, sink).
 std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, const ir::Graph& g, ir::Node n);

@@ -33,7 +33,7 @@ enum class BufferKind { Arena, Constant, Input, Weight };
 
 struct Buffer {
   BufferKind kind = BufferKind::Arena;
-  void* ptr = nullptr;  // Input: set on every run; Arena: set once the arena is planned
+  void* ptr = nullptr;                 // Input: set on every run; Arena: set once the arena is planned
   const ir::Tensor* weight = nullptr;  // Weight: the user's tensor (outlives the plan)
 };
 
@@ -80,7 +80,8 @@ struct Plan {
   dnnl::stream stream{engine};
   std::vector<Buffer> buffers;
   std::vector<std::shared_ptr<void>> storage;  // owned allocations
-  std::vector<std::shared_ptr<const PackedWeight>> packs;  // packed constant weights, shared with the model's other plans
+  std::vector<std::shared_ptr<const PackedWeight>>
+      packs;                           // packed constant weights, shared with the model's other plans
   std::vector<PackedRows> packedRows;  // user-weight rows read packed (embedding lookups read tied rows there)
   std::shared_ptr<const void> alive = std::make_shared<int>(0);  // expires with the plan (PackedWeights' readers)
   std::vector<Step> steps;

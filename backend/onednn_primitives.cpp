@@ -65,8 +65,8 @@ dnnl::matmul::primitive_desc linearPd(const dnnl::engine& eng, const ir::TensorT
   const std::int64_t m = rowsOf(x), in = w.shape[1], out = w.shape[0];
   memory::desc srcMd({m, in}, dnnlType(x.dtype), memory::dims{in, 1});
   memory::desc dstMd({m, out}, dnnlType(x.dtype), memory::dims{out, 1});
-  memory::desc weightsMd = anyWeights ? memory::desc({in, out}, dnnlType(w.dtype), memory::format_tag::any)
-                                      : linearPlainWeightsMd(w);
+  memory::desc weightsMd =
+      anyWeights ? memory::desc({in, out}, dnnlType(w.dtype), memory::format_tag::any) : linearPlainWeightsMd(w);
   auto attr = scratchpadAttr();
   if (hasBias) {
     memory::desc biasMd({1, out}, dnnlType(w.dtype), memory::dims{out, 1});
@@ -96,7 +96,7 @@ MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::
 }
 
 dnnl::layer_normalization_forward::primitive_desc layerNormPd(const dnnl::engine& eng, const ir::TensorType& x,
-                                                               float eps) {
+                                                              float eps) {
   const std::int64_t n = x.rank() == 0 ? 1 : x.shape.back();
   memory::desc dataMd({rowsOf(x), n}, dnnlType(x.dtype), memory::dims{n, 1});
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
@@ -122,11 +122,11 @@ typename Prim::primitive_desc softmaxPd(const dnnl::engine& eng, const ir::Tenso
 }  // namespace
 
 dnnl::softmax_forward::primitive_desc softmaxForwardPd(const dnnl::engine& eng, const ir::TensorType& x,
-                                                        std::int64_t axis) {
+                                                       std::int64_t axis) {
   return softmaxPd<dnnl::softmax_forward>(eng, x, axis);
 }
 dnnl::logsoftmax_forward::primitive_desc logSoftmaxForwardPd(const dnnl::engine& eng, const ir::TensorType& x,
-                                                              std::int64_t axis) {
+                                                             std::int64_t axis) {
   return softmaxPd<dnnl::logsoftmax_forward>(eng, x, axis);
 }
 
@@ -152,7 +152,7 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::Embedding:
     case ir::OpKind::RelShift:
     case ir::OpKind::Pick:
-    case ir::OpKind::RelScores:    // own kernels (onednn_fused.cpp, rel_attention.cpp)
+    case ir::OpKind::RelScores:  // own kernels (onednn_fused.cpp, rel_attention.cpp)
     case ir::OpKind::RelAttention:
     case ir::OpKind::LogprobPick:
       return std::nullopt;

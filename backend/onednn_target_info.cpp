@@ -22,7 +22,8 @@ std::optional<std::string> relAttentionSlowPath(const ir::Graph& g, ir::Node n) 
   if (!kernels::relAttentionSupports({q[1], q[2], q[0], g.type(g.operand(n, 2)).shape[0], q[3]}))
     return "the own rel_attention kernel takes a head size of at most 64, not " + std::to_string(q[3]);
   if (q[0] <= onednn::kMaxRowsForStridedMatMulOperand)
-    return "at " + std::to_string(q[0]) + " query row(s) the unfused attention reads keys and values in place and is faster";
+    return "at " + std::to_string(q[0]) +
+           " query row(s) the unfused attention reads keys and values in place and is faster";
   return std::nullopt;
 }
 

@@ -118,7 +118,8 @@ void PackedWeights::notePlainRead(const ir::Tensor* weight, const void* data, st
   std::lock_guard lock(mutex_);
   plainReads_.push_back({data, static_cast<const char*>(data) + bytes, std::move(reader)});
   if (weight && dropPlainPages_ && weight->fileBacked())
-    noteCandidate(*weight, std::size_t(static_cast<const char*>(data) - static_cast<const char*>(weight->raw())), bytes);
+    noteCandidate(*weight, std::size_t(static_cast<const char*>(data) - static_cast<const char*>(weight->raw())),
+                  bytes);
 }
 
 void PackedWeights::noteCandidate(const ir::Tensor& w, std::size_t offset, std::size_t bytes) {

@@ -78,37 +78,64 @@ class ReferencePlan final : public CompiledGraph {
   Tensor evaluate(const ir::OpData& op, const std::vector<Tensor>& x, const TensorMap& inputs) {
     const ir::Attrs& a = op.attrs;
     switch (op.kind) {
-      case OpKind::Input: return inputs.at(a.getString("name"));
-      case OpKind::Weight: return weights_.at(a.getString("name"));
-      case OpKind::Constant: return ref::constant(*op.type, a.getFloat("value"));
-      case OpKind::MemRead: return inputs.at(memName(a.getInt("slot")));
-      case OpKind::PosEncoding: return ref::posEncoding(a.getInt("klen"), a.getInt("d"), a.getInt("clamp_len"));
+      case OpKind::Input:
+        return inputs.at(a.getString("name"));
+      case OpKind::Weight:
+        return weights_.at(a.getString("name"));
+      case OpKind::Constant:
+        return ref::constant(*op.type, a.getFloat("value"));
+      case OpKind::MemRead:
+        return inputs.at(memName(a.getInt("slot")));
+      case OpKind::PosEncoding:
+        return ref::posEncoding(a.getInt("klen"), a.getInt("d"), a.getInt("clamp_len"));
       case OpKind::AttnMask:
         return ref::attnMask(a.getInt("qlen"), a.getInt("mlen"), a.getInt("mem_len"), a.getBool("same_length"));
-      case OpKind::Output: outputs_[a.getString("name")] = x[0]; return {};
-      case OpKind::MemWrite: outputs_[memName(a.getInt("slot"))] = x[0]; return {};
-      case OpKind::MemWindow: return memWindow(inputs.at(memName(a.getInt("slot"))), x[0], a.getInt("mlen"));
-      case OpKind::Add: return ref::add(x[0], x[1]);
-      case OpKind::Sub: return ref::sub(x[0], x[1]);
-      case OpKind::Mul: return ref::mul(x[0], x[1]);
-      case OpKind::Scale: return ref::scale(x[0], a.getFloat("factor"));
-      case OpKind::Relu: return ref::relu(x[0]);
-      case OpKind::MaskedFill: return ref::maskedFill(x[0], x[1], a.getFloat("value"));
-      case OpKind::Concat: return ref::concat(x, a.getInt("axis"));
-      case OpKind::Slice: return ref::slice(x[0], a.getInt("axis"), a.getInt("start"), a.getInt("end"));
-      case OpKind::Reshape: return ref::reshape(x[0], a.getInts("shape"));
-      case OpKind::Permute: return ref::permute(x[0], a.getInts("perm"));
+      case OpKind::Output:
+        outputs_[a.getString("name")] = x[0];
+        return {};
+      case OpKind::MemWrite:
+        outputs_[memName(a.getInt("slot"))] = x[0];
+        return {};
+      case OpKind::MemWindow:
+        return memWindow(inputs.at(memName(a.getInt("slot"))), x[0], a.getInt("mlen"));
+      case OpKind::Add:
+        return ref::add(x[0], x[1]);
+      case OpKind::Sub:
+        return ref::sub(x[0], x[1]);
+      case OpKind::Mul:
+        return ref::mul(x[0], x[1]);
+      case OpKind::Scale:
+        return ref::scale(x[0], a.getFloat("factor"));
+      case OpKind::Relu:
+        return ref::relu(x[0]);
+      case OpKind::MaskedFill:
+        return ref::maskedFill(x[0], x[1], a.getFloat("value"));
+      case OpKind::Concat:
+        return ref::concat(x, a.getInt("axis"));
+      case OpKind::Slice:
+        return ref::slice(x[0], a.getInt("axis"), a.getInt("start"), a.getInt("end"));
+      case OpKind::Reshape:
+        return ref::reshape(x[0], a.getInts("shape"));
+      case OpKind::Permute:
+        return ref::permute(x[0], a.getInts("perm"));
       case OpKind::Pad:
         return ref::pad(x[0], a.getInt("axis"), a.getInt("before"), a.getInt("after"), a.getFloat("value"));
-      case OpKind::Embedding: return ref::embedding(x[0], x[1], a.getInt("lo"));
-      case OpKind::Linear: return ref::linear(x[0], x[1], x.size() == 3 ? &x[2] : nullptr);
+      case OpKind::Embedding:
+        return ref::embedding(x[0], x[1], a.getInt("lo"));
+      case OpKind::Linear:
+        return ref::linear(x[0], x[1], x.size() == 3 ? &x[2] : nullptr);
       case OpKind::MatMul:
         return ref::matmul(x[0], x[1], a.getBool("transpose_a"), a.getBool("transpose_b"));
-      case OpKind::LayerNorm: return ref::layerNorm(x[0], x[1], x[2], a.getFloat("eps"));
-      case OpKind::Softmax: return ref::softmax(x[0], a.getInt("axis"));
-      case OpKind::LogSoftmax: return ref::logSoftmax(x[0], a.getInt("axis"));
-      case OpKind::RelShift: return ref::relShift(x[0]);
-      case OpKind::Pick: return ref::pick(x[0], x[1]);
+      case OpKind::LayerNorm:
+        return ref::layerNorm(x[0], x[1], x[2], a.getFloat("eps"));
+      case OpKind::Softmax:
+        return ref::softmax(x[0], a.getInt("axis"));
+      case OpKind::LogSoftmax:
+        return ref::logSoftmax(x[0], a.getInt("axis"));
+      case OpKind::RelShift:
+        return ref::relShift(x[0]);
+      case OpKind::Pick:
+        return ref::pick(x[0], x[1]);
       case OpKind::RelScores: {
         Tensor scores = ref::relScores(x[0], x[1], x[2], a.getFloat("scale"), a.getFloat("value"));
         return a.getBool("softmax") ? ref::softmax(scores, -1) : scores;  // as the unfused chain computes it
@@ -120,8 +147,8 @@ class ReferencePlan final : public CompiledGraph {
         return ref::logprobPick(x[0], x[1], x.size() == 3 ? &x[2] : nullptr, a.getInt("offset"), a.getInt("start"),
                                 a.getInt("end"), a.getInt("classes"), a.getInt("column", 0));
       case OpKind::FusedLinear:
-        return ref::fusedLinear(x[0], x[1], a.getBool("bias") ? &x[2] : nullptr, a.getBool("residual") ? &x.back() : nullptr,
-                                a.getBool("relu"));
+        return ref::fusedLinear(x[0], x[1], a.getBool("bias") ? &x[2] : nullptr,
+                                a.getBool("residual") ? &x.back() : nullptr, a.getBool("relu"));
     }
     TXL_CHECK(false, "unknown op kind");
     return {};

@@ -26,7 +26,7 @@ float bf16ToFloat(std::uint16_t bits) { return std::bit_cast<float>(std::uint32_
 std::uint16_t floatToBf16(float value) {
   std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
   if (std::isnan(value)) return std::uint16_t((bits >> 16) | 0x40);  // keep it a (quiet) NaN
-  bits += 0x7fff + ((bits >> 16) & 1);                                // round to nearest even
+  bits += 0x7fff + ((bits >> 16) & 1);                               // round to nearest even
   return std::uint16_t(bits >> 16);
 }
 
@@ -81,9 +81,12 @@ void fill(Tensor& t, double value) {
 
 bool isNonzero(const Tensor& t, std::int64_t i) {
   switch (t.dtype()) {
-    case DType::F32: return t.data<float>()[i] != 0.0f;
-    case DType::BF16: return (t.data<std::uint16_t>()[i] & 0x7fff) != 0;  // +0 and -0 are zero
-    case DType::I64: return t.data<std::int64_t>()[i] != 0;
+    case DType::F32:
+      return t.data<float>()[i] != 0.0f;
+    case DType::BF16:
+      return (t.data<std::uint16_t>()[i] & 0x7fff) != 0;  // +0 and -0 are zero
+    case DType::I64:
+      return t.data<std::int64_t>()[i] != 0;
   }
   return false;
 }
@@ -166,9 +169,11 @@ void binaryLoop(const Tensor& a, const Tensor& b, Tensor& out, Fn fn) {
 
 template <typename Fn>
 Tensor binary(const Tensor& a, const Tensor& b, const char* op, Fn fn) {
-  if (a.dtype() != b.dtype()) throw Error(std::string(op) + ": operand dtypes differ: " + a.type().str() + " vs " + b.type().str());
+  if (a.dtype() != b.dtype())
+    throw Error(std::string(op) + ": operand dtypes differ: " + a.type().str() + " vs " + b.type().str());
   auto shape = ir::broadcastShapes(a.shape(), b.shape());
-  TXL_CHECK(shape.has_value(), std::string(op) + ": " + a.type().str() + " and " + b.type().str() + " do not broadcast");
+  TXL_CHECK(shape.has_value(),
+            std::string(op) + ": " + a.type().str() + " and " + b.type().str() + " do not broadcast");
   switch (a.dtype()) {
     case DType::F32:
     case DType::BF16: {
@@ -246,7 +251,7 @@ Tensor posEncoding(std::int64_t klen, std::int64_t d, std::int64_t clampLen) {
 
 Tensor attnMask(std::int64_t qlen, std::int64_t mlen, std::int64_t memLen, bool sameLength) {
   std::int64_t klen = mlen + qlen;
-  std::int64_t visible = klen - memLen;                    // L
+  std::int64_t visible = klen - memLen;                      // L
   std::int64_t shift = visible > 0 ? qlen - visible : qlen;  // t
   Tensor out = Tensor::zeros({DType::F32, {qlen, klen}});
   for (std::int64_t i = 0; i < qlen; ++i)
@@ -293,7 +298,8 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
   Shape shape = xs[0].shape();
   shape[axis] = 0;
   for (const Tensor& x : xs) {
-    if (x.dtype() != xs[0].dtype()) throw Error("concat: operand dtypes differ: " + x.type().str() + " vs " + xs[0].type().str());
+    if (x.dtype() != xs[0].dtype())
+      throw Error("concat: operand dtypes differ: " + x.type().str() + " vs " + xs[0].type().str());
     shape[axis] += x.shape()[axis];
   }
   Tensor out = Tensor::zeros({xs[0].dtype(), shape});
@@ -420,7 +426,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transposeA, bool transposeB
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < n; ++j) {
         double acc = 0.0;
-        for (std::int64_t p = 0; p < k; ++p) acc += double(pa[i * aStrideM + p * aStrideK]) * pb[p * bStrideK + j * bStrideN];
+        for (std::int64_t p = 0; p < k; ++p)
+          acc += double(pa[i * aStrideM + p * aStrideK]) * pb[p * bStrideK + j * bStrideN];
         pc[i * n + j] = float(acc);
       }
   }

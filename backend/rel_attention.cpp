@@ -91,8 +91,8 @@ struct HeadView {
 
 HeadView headView(const RelAttentionArgs& a, I b, I h) {
   const auto at = [&](auto* p, const RowStrides& s) { return p + b * s.batch + h * s.head; };
-  return {at(a.qu, a.quStrides), at(a.qv, a.qvStrides), at(a.k, a.kStrides),    at(a.v, a.vStrides),
-          a.rt + h * a.rtHead,   a.quStrides.pos,       a.qvStrides.pos,        a.kStrides.pos,
+  return {at(a.qu, a.quStrides), at(a.qv, a.qvStrides), at(a.k, a.kStrides),     at(a.v, a.vStrides),
+          a.rt + h * a.rtHead,   a.quStrides.pos,       a.qvStrides.pos,         a.kStrides.pos,
           a.vStrides.pos,        a.outStrides.pos,      at(a.out, a.outStrides), a.rtDim};
 }
 
@@ -346,11 +346,11 @@ struct BlockView {
   const HeadView* hv;
   I q, k, d, j0;
   float scale;
-  const float* mask;    // mask row 0 at the block: mask + j0
-  const float* kt;      // [d][64]
-  const float* vb;      // [64][kMaxD]: the block's V rows (copyValues)
-  __mmask16 keyOk[4];   // lanes with j >= 0 and pad[j] == 0
-  NextRows next;        // the current row group's share of the next block
+  const float* mask;   // mask row 0 at the block: mask + j0
+  const float* kt;     // [d][64]
+  const float* vb;     // [64][kMaxD]: the block's V rows (copyValues)
+  __mmask16 keyOk[4];  // lanes with j >= 0 and pad[j] == 0
+  NextRows next;       // the current row group's share of the next block
 };
 
 // Rows [j1, j2) of a [keys, d] operand at position stride `pos` into the
@@ -583,32 +583,44 @@ TXL_AVX512 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float
 TXL_AVX512 void dispatchScores(int mr, const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
                                float* alpha) {
   switch (mr) {
-    case 1: return groupScores<1>(bv, i0, r0, st, p, alpha);
-    case 2: return groupScores<2>(bv, i0, r0, st, p, alpha);
-    case 3: return groupScores<3>(bv, i0, r0, st, p, alpha);
-    default: return groupScores<4>(bv, i0, r0, st, p, alpha);
+    case 1:
+      return groupScores<1>(bv, i0, r0, st, p, alpha);
+    case 2:
+      return groupScores<2>(bv, i0, r0, st, p, alpha);
+    case 3:
+      return groupScores<3>(bv, i0, r0, st, p, alpha);
+    default:
+      return groupScores<4>(bv, i0, r0, st, p, alpha);
   }
 }
 
 // Phase 2 for the group: O = alpha O + P V.
 template <int NV>
-TXL_AVX512 void valuesRows(int mr, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha, LaneRange lanes,
-                           float* o) {
+TXL_AVX512 void valuesRows(int mr, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha,
+                           LaneRange lanes, float* o) {
   switch (mr) {
-    case 1: return accumulatePV<1, NV>(bv, p, alpha, lanes, o);
-    case 2: return accumulatePV<2, NV>(bv, p, alpha, lanes, o);
-    case 3: return accumulatePV<3, NV>(bv, p, alpha, lanes, o);
-    default: return accumulatePV<4, NV>(bv, p, alpha, lanes, o);
+    case 1:
+      return accumulatePV<1, NV>(bv, p, alpha, lanes, o);
+    case 2:
+      return accumulatePV<2, NV>(bv, p, alpha, lanes, o);
+    case 3:
+      return accumulatePV<3, NV>(bv, p, alpha, lanes, o);
+    default:
+      return accumulatePV<4, NV>(bv, p, alpha, lanes, o);
   }
 }
 
 TXL_AVX512 void dispatchValues(int mr, int nv, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha,
                                LaneRange lanes, float* o) {
   switch (nv) {
-    case 1: return valuesRows<1>(mr, bv, p, alpha, lanes, o);
-    case 2: return valuesRows<2>(mr, bv, p, alpha, lanes, o);
-    case 3: return valuesRows<3>(mr, bv, p, alpha, lanes, o);
-    default: return valuesRows<4>(mr, bv, p, alpha, lanes, o);
+    case 1:
+      return valuesRows<1>(mr, bv, p, alpha, lanes, o);
+    case 2:
+      return valuesRows<2>(mr, bv, p, alpha, lanes, o);
+    case 3:
+      return valuesRows<3>(mr, bv, p, alpha, lanes, o);
+    default:
+      return valuesRows<4>(mr, bv, p, alpha, lanes, o);
   }
 }
 
@@ -698,10 +710,8 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t, const KeyRa
       bv.next = nextShare(k, j0 + kKeyBlock, r0 / kRowGroup, groups);
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
       const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
-      if (lanes.lo < lanes.hi)
-        dispatchScores(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
-      else
-        prefetchShare(bv, 0);
+      if (lanes.lo < lanes.hi) dispatchScores(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
+      else prefetchShare(bv, 0);
     }
     for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 2: Vb in L1
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
@@ -752,10 +762,8 @@ bool relAttentionSupports(const RelAttentionShape& s) {
 }
 
 void relAttention(const RelAttentionArgs& a) {
-  if (haveAvx512())
-    runTasks(a, unmaskedKeysAvx512, avx512Task);
-  else
-    runTasks(a, unmaskedKeys, portableTask);
+  if (haveAvx512()) runTasks(a, unmaskedKeysAvx512, avx512Task);
+  else runTasks(a, unmaskedKeys, portableTask);
 }
 
 namespace detail {

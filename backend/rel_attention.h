@@ -41,8 +41,8 @@ struct RelAttentionArgs {
   const float* qu = nullptr;  // [q, batch, heads, d]: the query plus u (content bias)
   const float* qv = nullptr;  // [q, batch, heads, d]: the query plus v (position bias)
   RowStrides quStrides, qvStrides;
-  const float* k = nullptr;   // [k, batch, heads, d]
-  const float* v = nullptr;   // [k, batch, heads, d]
+  const float* k = nullptr;  // [k, batch, heads, d]
+  const float* v = nullptr;  // [k, batch, heads, d]
   RowStrides kStrides, vStrides;
   const float* rt = nullptr;  // [heads, d, k], positions contiguous: element (h, c, p) at h * rtHead + c * rtDim + p
   std::int64_t rtHead = 0, rtDim = 0;

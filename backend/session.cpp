@@ -77,8 +77,7 @@ void Session::reset() {
 ir::Tensor Session::rows(std::size_t index, std::int64_t first, std::int64_t count) const {
   const SlotLayout& slot = layout()[index];
   char* base = static_cast<char*>(const_cast<void*>(buffers_[index].raw()));
-  return ir::Tensor({ir::DType::F32, withRows(slot, count)}, base + first * rowElements(slot) * sizeof(float),
-                    nullptr);
+  return ir::Tensor({ir::DType::F32, withRows(slot, count)}, base + first * rowElements(slot) * sizeof(float), nullptr);
 }
 
 ir::Tensor Session::memory(std::int64_t slot) const {
@@ -91,8 +90,8 @@ SegmentPlan CompiledModel::compileSegment(const SegmentKey& key) const {
   ExecutorConstants folder(weights(), constants(), executor());
   const ir::Graph graph = buildGraph(key, &folder);
   const ModelInfo& i = info();
-  ir::SegmentSignature abi{i.batch, key.qlen, key.mlen, i.memLen, i.dModel, i.nToken,
-                           key.outputs.logprob, key.outputs.nll, key.padded, stateLayout()};
+  ir::SegmentSignature abi{i.batch,         key.qlen,   key.mlen,     i.memLen, i.dModel, i.nToken, key.outputs.logprob,
+                           key.outputs.nll, key.padded, stateLayout()};
   const std::optional<std::string> problem = ir::verifySegment(graph, abi);
   TXL_CHECK(!problem, "a segment graph breaks the segment ABI: " + problem.value_or(""));
   SegmentPlan plan{std::make_unique<TensorMap>(folder.takeWeights()), nullptr};
@@ -121,15 +120,15 @@ void Session::checkIds(const ir::Tensor& ids, const char* what, std::int64_t qle
   for (std::size_t i = 0; i < span.size(); ++i)
     if (span[i] < 0 || span[i] >= info.nToken)
       throw Error(std::string(what) + ": token id " + std::to_string(span[i]) + " at position " +
-                  std::to_string(i / info.batch) + " of stream " + std::to_string(i % info.batch) +
-                  " is outside [0, " + std::to_string(info.nToken) + ")");
+                  std::to_string(i / info.batch) + " of stream " + std::to_string(i % info.batch) + " is outside [0, " +
+                  std::to_string(info.nToken) + ")");
 }
 
 void Session::ensureRoom(std::int64_t klen) {
   if (start_ + klen <= capacity_) return;
   const ModelInfo& info = model_->info();
   const std::int64_t dest = info.memLen - mlen_;  // room for a warm-up plan's padding rows
-  if (dest + klen > capacity_) {  // a segment longer than the windows were sized for: grow once
+  if (dest + klen > capacity_) {                  // a segment longer than the windows were sized for: grow once
     std::int64_t capacity = 2 * info.memLen + klen;
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
       ir::Tensor grown = ir::Tensor::zeros({ir::DType::F32, withRows(layout()[i], capacity)});

@@ -57,7 +57,7 @@ struct ModelInfo {
   std::int64_t nToken = 0;
   std::int64_t memLen = 0;  // memory kept after each segment
   std::int64_t batch = 1;
-  std::int64_t qlen = 1;    // the usual segment length (sizes the state windows)
+  std::int64_t qlen = 1;  // the usual segment length (sizes the state windows)
   // Warm-up segments (mlen < memLen) run the padded graph of mlen = memLen
   // (frontend::SegmentShape::padded): one plan per qlen, not one per mlen.
   bool padWarmup = false;
@@ -108,7 +108,10 @@ class CompiledModel {
  public:
   CompiledModel(ModelInfo info, TensorMap weights, std::shared_ptr<Executor> executor, GraphFactory factory,
                 InitialRowFactory initialRow = {})
-      : info_(info), weights_(std::move(weights)), executor_(std::move(executor)), factory_(std::move(factory)),
+      : info_(info),
+        weights_(std::move(weights)),
+        executor_(std::move(executor)),
+        factory_(std::move(factory)),
         initialRowFactory_(std::move(initialRow)) {}
 
   const ModelInfo& info() const { return info_; }
@@ -187,7 +190,7 @@ class Session {
   // front, or grows the buffers.
   void ensureRoom(std::int64_t klen);
   ir::Tensor rows(std::size_t index, std::int64_t first, std::int64_t count) const;
-  char* rowPtr(std::size_t index, std::int64_t first);          // row `first` of slot `index`'s window
+  char* rowPtr(std::size_t index, std::int64_t first);                // row `first` of slot `index`'s window
   std::size_t rowBytes(std::size_t index, std::int64_t count) const;  // bytes of `count` rows of it
   // Points the input of slot `index` at `count` rows from `first`, without allocating.
   void bindRows(std::size_t index, std::int64_t first, std::int64_t count);
@@ -196,7 +199,7 @@ class Session {
   std::map<SegmentKey, SegmentPlan> plans_;
   std::vector<ir::Tensor> buffers_;  // per layout slot, f32[capacity_, row shape]
   std::int64_t capacity_ = 0;
-  std::int64_t start_ = 0;           // the memory is rows [start_, start_ + mlen_); start_ >= memLen - mlen_
+  std::int64_t start_ = 0;  // the memory is rows [start_, start_ + mlen_); start_ >= memLen - mlen_
   std::int64_t mlen_ = 0;
   std::uint64_t rowsMoved_ = 0;
   CompiledGraph* lastPlan_ = nullptr;

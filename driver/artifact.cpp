@@ -218,7 +218,8 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
 
   nlohmann::json m;
   try {
-    m = nlohmann::json::parse(reinterpret_cast<const char*>(data + mOff), reinterpret_cast<const char*>(data + mOff + mLen));
+    m = nlohmann::json::parse(reinterpret_cast<const char*>(data + mOff),
+                              reinterpret_cast<const char*>(data + mOff + mLen));
   } catch (const nlohmann::json::exception& e) {
     throw Error(name + ": manifest is not valid JSON: " + e.what());
   }
@@ -239,8 +240,8 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
   // Artifacts written before the setting existed start the authors' way.
   a.setting.initialMemory = a.spec.defaultInitialMemory();
   if (s.is_object() && s.contains("initial_memory"))
-    a.setting.initialMemory =
-        frontend::parseInitialMemory(r.string(s, "/setting", "initial_memory"), name + ": manifest /setting/initial_memory");
+    a.setting.initialMemory = frontend::parseInitialMemory(r.string(s, "/setting", "initial_memory"),
+                                                           name + ": manifest /setting/initial_memory");
   if (a.setting.batch < 1 || a.setting.qlen < 1 || a.setting.memLen < 0)
     r.fail("/setting", "expected batch >= 1, qlen >= 1, mem_len >= 0, got " + s.dump());
   if (memory != "hidden" && memory != "kv")

@@ -44,15 +44,15 @@ inline constexpr const char* kArtifactTarget = "onednn";
 struct StoredGraph {
   std::int64_t qlen = 0, mlen = 0;
   bool logprob = false, nll = false;
-  bool padded = false;    // the padded warm-up graph (backend::SegmentKey::padded)
-  std::string role;       // "score", "score-warmup", "step", "step-warmup": why it is stored
-  nlohmann::json graph;   // txlc-graph/1
-  std::uint64_t hash = 0; // ContentHash of graph.dump()
+  bool padded = false;     // the padded warm-up graph (backend::SegmentKey::padded)
+  std::string role;        // "score", "score-warmup", "step", "step-warmup": why it is stored
+  nlohmann::json graph;    // txlc-graph/1
+  std::uint64_t hash = 0;  // ContentHash of graph.dump()
 };
 
 struct Artifact {
   std::string txlcVersion;
-  std::string modelId;      // modelId(spec, weights), 16 hex digits
+  std::string modelId;  // modelId(spec, weights), 16 hex digits
   frontend::ModelSpec spec;
   // The setting compiled for: batch, qlen, mem_len, clamp_len, same_length,
   // and in pipeline.passes the passes the graphs went through, in order (the
@@ -60,9 +60,9 @@ struct Artifact {
   // run's, not stored.
   Setting setting;
   std::optional<nlohmann::json> vocabulary;  // Vocabulary::toJson(), when the model has one
-  std::string cpuIsa;       // the CPU the artifact was compiled on (informational)
+  std::string cpuIsa;                        // the CPU the artifact was compiled on (informational)
   std::vector<StoredGraph> graphs;
-  ir::TensorMap weights;    // canonical names; tied names share a buffer
+  ir::TensorMap weights;  // canonical names; tied names share a buffer
 };
 
 // The weights' identity: ContentHash over the spec JSON and every weight

@@ -139,8 +139,10 @@ ProbeResult runProbes(int threads, std::int64_t probeMiB) {
 }
 
 nlohmann::json probeJson(const ProbeResult& p) {
-  return {{"matmul_peak_gflops", p.matmulPeakGflops}, {"matmul_shape", p.matmulShape},
-          {"matmul_impl", p.matmulImpl},           {"read_bandwidth_gbs", p.readBandwidthGbs},
+  return {{"matmul_peak_gflops", p.matmulPeakGflops},
+          {"matmul_shape", p.matmulShape},
+          {"matmul_impl", p.matmulImpl},
+          {"read_bandwidth_gbs", p.readBandwidthGbs},
           {"threads", backend::threadCount()}};
 }
 
@@ -442,7 +444,8 @@ nlohmann::json benchJson(const BenchReport& r) {
   if (!r.profile.empty()) {
     nlohmann::json p = nlohmann::json::array();
     for (const auto& row : r.profile)
-      p.push_back({{"op", row.op}, {"node", row.node}, {"primitive", row.primitive}, {"impl", row.impl}, {"ms", row.ms}});
+      p.push_back(
+          {{"op", row.op}, {"node", row.node}, {"primitive", row.primitive}, {"impl", row.impl}, {"ms", row.ms}});
     j["profile"] = p;
   }
   if (!r.slidingWindow.empty()) {

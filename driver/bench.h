@@ -45,7 +45,7 @@ struct BenchOptions {
   bool probe = true;
   std::int64_t probeMiB = 1024;  // bandwidth array
   std::string self;              // the txlc executable, for the probe child (default /proc/self/exe)
-  Setting setting;  // the backend and the pipeline (batch, lengths and threads: the fields above)
+  Setting setting;               // the backend and the pipeline (batch, lengths and threads: the fields above)
 };
 
 struct Latency {

@@ -88,13 +88,12 @@ bool replans(const Model& m, const Setting& s) {
 void noteReplanning(const Model& m, const Setting& s) {
   if (!replans(m, s)) return;
   const Setting& a = m.artifact->setting;
-  std::cerr << "txlc: note: " << m.path << " was compiled for batch " << a.batch << ", qlen " << a.qlen
-            << ", mem_len " << a.memLen << ", clamp_len " << a.clampLen << ", same_length "
-            << (a.sameLength ? "true" : "false") << ", initial memory " << frontend::initialMemoryName(a.initialMemory)
-            << "; re-planning for batch " << s.batch << ", qlen " << s.qlen << ", mem_len " << s.memLen
-            << ", clamp_len " << s.clampLen << ", same_length " << (s.sameLength ? "true" : "false")
-            << ", initial memory " << frontend::initialMemoryName(s.initialMemory)
-            << " from its stored spec and pipeline" << std::endl;
+  std::cerr << "txlc: note: " << m.path << " was compiled for batch " << a.batch << ", qlen " << a.qlen << ", mem_len "
+            << a.memLen << ", clamp_len " << a.clampLen << ", same_length " << (a.sameLength ? "true" : "false")
+            << ", initial memory " << frontend::initialMemoryName(a.initialMemory) << "; re-planning for batch "
+            << s.batch << ", qlen " << s.qlen << ", mem_len " << s.memLen << ", clamp_len " << s.clampLen
+            << ", same_length " << (s.sameLength ? "true" : "false") << ", initial memory "
+            << frontend::initialMemoryName(s.initialMemory) << " from its stored spec and pipeline" << std::endl;
 }
 
 void applyThreads(int threads) {
@@ -147,9 +146,16 @@ backend::ModelInfo modelInfo(const frontend::ModelSpec& spec, const Setting& s) 
 
 ir::SegmentSignature segmentSignature(const frontend::ModelSpec& spec, const Setting& s,
                                       const backend::SegmentKey& key) {
-  return ir::SegmentSignature{s.batch,      key.qlen,           key.mlen,        s.memLen,
-                              spec.d_model, spec.n_token,       key.outputs.logprob, key.outputs.nll,
-                              key.padded,   memorySlots(spec, s)};
+  return ir::SegmentSignature{s.batch,
+                              key.qlen,
+                              key.mlen,
+                              s.memLen,
+                              spec.d_model,
+                              spec.n_token,
+                              key.outputs.logprob,
+                              key.outputs.nll,
+                              key.padded,
+                              memorySlots(spec, s)};
 }
 
 ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s, const backend::SegmentKey& key,
@@ -174,8 +180,8 @@ MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s)
   MemoryEstimate e;
   e.weights = double(spec.parameterCount()) * f32;
   e.state = double(spec.n_layer + 1) * m * b * double(spec.d_model) * f32;
-  e.activations = (2 * b * double(spec.n_head) * q * (q + m) + q * b * double(spec.n_token) +
-                   q * b * double(spec.d_inner)) * f32;
+  e.activations =
+      (2 * b * double(spec.n_head) * q * (q + m) + q * b * double(spec.n_token) + q * b * double(spec.d_inner)) * f32;
   return e;
 }
 
@@ -201,7 +207,8 @@ void checkMemoryFits(const frontend::ModelSpec& spec, const Setting& s, const st
 namespace {
 
 // The zero initial memory's rows (ModelInfo::fullInitialMemory), in the form of each slot.
-backend::InitialRowFactory initialRows(const frontend::ModelSpec& spec, const Setting& s, const ir::TensorMap& weights) {
+backend::InitialRowFactory initialRows(const frontend::ModelSpec& spec, const Setting& s,
+                                       const ir::TensorMap& weights) {
   if (!(s.initialMemory == frontend::InitialMemory::Zeros && s.memLen > 0)) return {};
   // cache-projected-memory turns every layer's slot into its keys and values.
   const bool kvSlots = memoryForm(s) == "kv";
@@ -269,9 +276,9 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
       for (const StoredGraph& g : artifact->graphs)
         if (g.qlen == key.qlen && g.mlen == key.mlen && g.padded == key.padded && g.logprob == key.outputs.logprob &&
             g.nll == key.outputs.nll) {
-          ir::Graph stored = ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) +
-                                                       " mlen " + std::to_string(key.mlen) +
-                                                       (key.padded ? " padded" : ""));
+          ir::Graph stored =
+              ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
+                                        std::to_string(key.mlen) + (key.padded ? " padded" : ""));
           passes::foldConstants(stored, constants);
           return stored;
         }
@@ -319,8 +326,8 @@ Artifact buildArtifact(const Model& m, const Setting& setting) {
   build.backend = kArtifactTarget;
   for (const Bucket& b : buckets) {
     const ir::Graph g = buildOptimizedGraph(m.spec, build, b.key);
-    StoredGraph sg{b.key.qlen, b.key.mlen, b.key.outputs.logprob, b.key.outputs.nll, b.key.padded, b.role,
-                   ir::toJson(g), 0};
+    StoredGraph sg{b.key.qlen,   b.key.mlen, b.key.outputs.logprob, b.key.outputs.nll,
+                   b.key.padded, b.role,     ir::toJson(g),         0};
     const std::string text = sg.graph.dump();
     sg.hash = contentHash(text.data(), text.size());
     a.graphs.push_back(std::move(sg));

@@ -145,10 +145,12 @@ std::string formatCaseLine(const CaseResult& r) {
     return line;
   }
   const TensorComparison* w = r.worst();
-  std::snprintf(line, sizeof line, "%s %-18s %3zu tensors; worst %-14s max_abs %.3g (%.2f of bound), rel_l2 %.3g (%.2f of %.0e)%s",
+  std::snprintf(line, sizeof line,
+                "%s %-18s %3zu tensors; worst %-14s max_abs %.3g (%.2f of bound), rel_l2 %.3g (%.2f of %.0e)%s",
                 r.passed ? "ok  " : "FAIL", r.name.c_str(), r.tensors.size(), w ? w->name.c_str() : "-",
                 w ? w->maxAbsError : 0.0, w ? w->maxViolation : 0.0, w ? w->relL2 : 0.0,
-                w && r.relL2 > 0 ? w->relL2 / r.relL2 : 0.0, r.relL2, r.memoryCompared ? "" : "; memory: kv form, not compared");
+                w && r.relL2 > 0 ? w->relL2 / r.relL2 : 0.0, r.relL2,
+                r.memoryCompared ? "" : "; memory: kv form, not compared");
   return line;
 }
 
@@ -159,8 +161,11 @@ nlohmann::json caseToJson(const CaseResult& r) {
   j["memory_compared"] = r.memoryCompared;
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& t : r.tensors)
-    tensors.push_back({{"name", t.name}, {"max_abs_error", t.maxAbsError}, {"max_violation", t.maxViolation},
-                       {"rel_l2", t.relL2}, {"passed", t.passed}});
+    tensors.push_back({{"name", t.name},
+                       {"max_abs_error", t.maxAbsError},
+                       {"max_violation", t.maxViolation},
+                       {"rel_l2", t.relL2},
+                       {"passed", t.passed}});
   j["tensors"] = tensors;
   if (const auto* w = r.worst()) j["worst"] = w->name;
   return j;

@@ -20,7 +20,7 @@
 namespace txl::driver {
 
 struct TensorComparison {
-  std::string name;         // "seg1.hidden", "seg0.mem2"
+  std::string name;  // "seg1.hidden", "seg0.mem2"
   double maxAbsError = 0;
   double maxViolation = 0;  // max |got - want| / (atol + rtol |want|); <= 1 passes
   double relL2 = 0;
@@ -31,11 +31,11 @@ struct CaseResult {
   std::string name;
   std::string dir;
   bool passed = false;
-  std::string error;                         // a failure that stopped the case (bad file, ...)
+  std::string error;  // a failure that stopped the case (bad file, ...)
   std::vector<TensorComparison> tensors;
-  double atol = 0, rtol = 0, relL2 = 0;      // the case's tolerance
-  bool memoryCompared = true;                // false in the kv memory form (the state is not hidden states)
-  const TensorComparison* worst() const;     // the tensor closest to (or furthest past) its bound
+  double atol = 0, rtol = 0, relL2 = 0;   // the case's tolerance
+  bool memoryCompared = true;             // false in the kv memory form (the state is not hidden states)
+  const TensorComparison* worst() const;  // the tensor closest to (or furthest past) its bound
 };
 
 // Never throws for a bad case: the error is reported in the result.

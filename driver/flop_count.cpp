@@ -20,8 +20,8 @@ double newRowFraction(const ir::Graph& g, Node x) {
   const std::int64_t rows = g.type(x).rank() > 0 ? g.type(x).shape[0] : 1;
   for (int depth = 0; depth < 8; ++depth) {
     const OpKind k = g.kind(x);
-    if (k == OpKind::LayerNorm || (k == OpKind::Reshape && g.type(g.operand(x, 0)).rank() > 0 &&
-                                   g.type(g.operand(x, 0)).shape[0] == rows)) {
+    if (k == OpKind::LayerNorm ||
+        (k == OpKind::Reshape && g.type(g.operand(x, 0)).rank() > 0 && g.type(g.operand(x, 0)).shape[0] == rows)) {
       x = g.operand(x, 0);
       continue;
     }

@@ -27,8 +27,8 @@
 namespace txl::driver {
 
 struct FlopCount {
-  double useful = 0;  // FLOPs the optimized computation must do
-  double graph = 0;   // FLOPs this graph does per run (constant cones excluded)
+  double useful = 0;                   // FLOPs the optimized computation must do
+  double graph = 0;                    // FLOPs this graph does per run (constant cones excluded)
   std::map<std::string, double> byOp;  // useful FLOPs per op name ("linear", "matmul", ...)
 };
 

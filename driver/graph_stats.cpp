@@ -53,7 +53,8 @@ double nodeFlops(const ir::Graph& g, Node n) {
     case OpKind::RelScores:
       return 3.0 * numel(out);
     case OpKind::RelAttention:  // the products, then per score the shift's add, the scale and a softmax
-      return matrixProductFlops(g, n) + 8.0 * numel(out) / double(out.shape.back()) * double(g.type(g.operand(n, 2)).shape[0]);
+      return matrixProductFlops(g, n) +
+             8.0 * numel(out) / double(out.shape.back()) * double(g.type(g.operand(n, 2)).shape[0]);
     case OpKind::Softmax:
     case OpKind::LogSoftmax:
       return 5.0 * numel(out);

@@ -47,10 +47,11 @@ Model openModel(const std::string& path, const OpenOptions& options) {
   const bool embedded = path == kEmbeddedModelPath && embeddedArtifact();
   if (embedded || looksLikeArtifact(path)) {
     if (options.weights) throw Error("--weights: " + path + " is a compiled artifact that holds its weights");
-    if (options.randomWeights) throw Error("--random-weights: " + path + " is a compiled artifact that holds its weights");
-    LoadedArtifact loaded = embedded ? readArtifact(embeddedArtifact()->exePath, embeddedArtifact()->offset,
-                                                    embeddedArtifact()->length)
-                                     : readArtifact(path);
+    if (options.randomWeights)
+      throw Error("--random-weights: " + path + " is a compiled artifact that holds its weights");
+    LoadedArtifact loaded =
+        embedded ? readArtifact(embeddedArtifact()->exePath, embeddedArtifact()->offset, embeddedArtifact()->length)
+                 : readArtifact(path);
     auto a = std::make_shared<Artifact>(std::move(loaded.artifact));
     m.spec = a->spec;
     m.weights = a->weights;
@@ -102,8 +103,9 @@ Model modelFrom(frontend::ModelSpec spec, ir::TensorMap weights, std::string pat
 
 const frontend::Vocabulary& requireVocabulary(const Model& m, const std::string& what) {
   if (!m.vocabulary)
-    throw Error(m.path + ": no vocabulary; " + what +
-                " needs --vocab FILE, a model directory with vocab.json or vocab.txt, or an artifact compiled from one");
+    throw Error(
+        m.path + ": no vocabulary; " + what +
+        " needs --vocab FILE, a model directory with vocab.json or vocab.txt, or an artifact compiled from one");
   return *m.vocabulary;
 }
 

@@ -24,7 +24,9 @@ std::int64_t Sampler::next(std::span<const float> logprob) {
   for (std::int64_t i = 0; i < n; ++i)
     candidates_.emplace_back(std::exp(double(logprob[std::size_t(i)]) / options_.temperature - maxZ), i);
   // 2. order, 3. top-k
-  auto byMass = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  auto byMass = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   std::size_t keep = candidates_.size();
   if (options_.topK > 0 && std::size_t(options_.topK) < keep) {
     keep = std::size_t(options_.topK);

@@ -34,8 +34,8 @@ struct ScoreResult {
   std::int64_t dropped = 0;       // tokens left over by the cut into streams
   std::int64_t scored = 0;        // tokens predicted: batch * (streamLength - 1)
   std::int64_t segments = 0;
-  double nllSum = 0;              // nats
-  std::vector<float> perToken;    // stream-major: stream b, positions 1..streamLength-1
+  double nllSum = 0;            // nats
+  std::vector<float> perToken;  // stream-major: stream b, positions 1..streamLength-1
 };
 
 // `ids` must hold at least 2 * batch tokens (txl::Error otherwise, naming `source`).

@@ -35,7 +35,7 @@ struct Setting {
   // itself is the model's (ModelSpec::semantics: part of its identity, its
   // id and its artifacts), not a run's choice.
   frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;
-  int threads = 0;             // OpenMP threads (0: leave OpenMP's default)
+  int threads = 0;                   // OpenMP threads (0: leave OpenMP's default)
   std::string backend = "onednn";    // the executor: "onednn" or "reference"
   passes::PipelineOptions pipeline;  // the passes (default pipeline unless set) and their diagnostics
 };

@@ -27,7 +27,6 @@ void put64(unsigned char* p, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>((v >> (8 * i)) & 0xff);
 }
 
-
 }  // namespace
 
 std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path) {

@@ -81,9 +81,9 @@ std::vector<std::vector<std::int64_t>> parseTokenStreams(std::string_view text, 
     parseLine(text.substr(pos, end - pos), line, source, nToken, ids);
     if (!ids.empty()) {
       if (!streams.empty() && ids.size() != streams.front().size())
-        throw Error(source + ": line " + std::to_string(line) + ": stream " + std::to_string(streams.size()) +
-                    " has " + std::to_string(ids.size()) + " ids, expected " +
-                    std::to_string(streams.front().size()) + " like stream 0");
+        throw Error(source + ": line " + std::to_string(line) + ": stream " + std::to_string(streams.size()) + " has " +
+                    std::to_string(ids.size()) + " ids, expected " + std::to_string(streams.front().size()) +
+                    " like stream 0");
       streams.push_back(std::move(ids));
     }
     if (end < text.size() && text[end] == '\n') ++line;

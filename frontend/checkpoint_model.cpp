@@ -134,8 +134,9 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
     m.configSource = checkpoint + ": the pickled " + ckpt.moduleClass + "'s attributes";
     m.spec = parseModelSpec(spec, m.configSource);
   } else {
-    throw Error(checkpoint + ": a state dict carries no hyperparameters; pass --spec SPEC (a Hugging Face "
-                             "config.json or a reference-style spec), or put config.json beside it");
+    throw Error(checkpoint +
+                ": a state dict carries no hyperparameters; pass --spec SPEC (a Hugging Face "
+                "config.json or a reference-style spec), or put config.json beside it");
   }
 
   std::map<std::string, int> widened;
@@ -157,8 +158,7 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
     m.vocabularySource = vocabPkl;
     if (!vocabTxt.empty()) {
       const auto txt = readVocabularyFile(vocabTxt);
-      if (txt != m.vocabulary)
-        throw Error(src + ": vocab.pkl and vocab.txt hold different vocabularies; remove one");
+      if (txt != m.vocabulary) throw Error(src + ": vocab.pkl and vocab.txt hold different vocabularies; remove one");
     }
   } else if (!vocabTxt.empty()) {
     m.vocabulary = readVocabularyFile(vocabTxt);

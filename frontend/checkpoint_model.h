@@ -29,9 +29,9 @@
 namespace txl::frontend {
 
 struct CheckpointModel {
-  std::string source;          // as the user named it
-  std::string configText;      // config.json of the imported folder
-  std::string configSource;    // the file it came from, or "<source>: pickled module attributes"
+  std::string source;        // as the user named it
+  std::string configText;    // config.json of the imported folder
+  std::string configSource;  // the file it came from, or "<source>: pickled module attributes"
   ModelSpec spec;
   std::vector<std::pair<std::string, ir::Tensor>> tensors;  // f32, the source's names, file order
   std::vector<std::string> notes;                           // what the reader changed (widening, ties)

@@ -39,8 +39,9 @@ class Builder {
     Node h = embedding(tokens);
     Node pos = pos_encoding();
     if (s_.attn_type == 2) h = add(h, reshape(slice(pos, 0, sh_.mlen, sh_.klen()), {sh_.qlen, 1, s_.d_model}));
-    Node mask = g_.add(OpKind::AttnMask, {}, {{"qlen", sh_.qlen}, {"mlen", sh_.mlen}, {"mem_len", sh_.memLen},
-                                              {"same_length", sh_.sameLength}});
+    Node mask =
+        g_.add(OpKind::AttnMask, {},
+               {{"qlen", sh_.qlen}, {"mlen", sh_.mlen}, {"mem_len", sh_.memLen}, {"same_length", sh_.sameLength}});
     if (sh_.padded) padMask_ = g_.addInput(ir::kPadMask, {DType::F32, {sh_.klen()}});
     for (std::int64_t l = 0; l <= s_.n_layer; ++l) {
       Node mem = memory(l, h);
@@ -66,8 +67,8 @@ class Builder {
   // The literal graph's side of the segment ABI: the hidden memory form,
   // slots 0..n_layer of [batch, d_model].
   ir::SegmentSignature signature(const GraphOutputs& outputs) const {
-    ir::SegmentSignature sig{sh_.batch, sh_.qlen, sh_.mlen, sh_.memLen, s_.d_model, s_.n_token,
-                             outputs.logprob, outputs.nll, sh_.padded, std::vector<ir::MemorySlot>{}};
+    ir::SegmentSignature sig{sh_.batch,  sh_.qlen,        sh_.mlen,    sh_.memLen, s_.d_model,
+                             s_.n_token, outputs.logprob, outputs.nll, sh_.padded, std::vector<ir::MemorySlot>{}};
     if (sh_.memLen > 0)
       for (std::int64_t l = 0; l <= s_.n_layer; ++l) sig.memory->push_back({l, {sh_.batch, s_.d_model}, false});
     return sig;
@@ -131,7 +132,8 @@ class Builder {
   Node memory(std::int64_t l, Node h) {
     Node cat = h;
     if (sh_.mlen > 0) {
-      Node mem = g_.add(OpKind::MemRead, {}, {{"slot", l}}, ir::TensorType{DType::F32, {sh_.mlen, sh_.batch, s_.d_model}});
+      Node mem =
+          g_.add(OpKind::MemRead, {}, {{"slot", l}}, ir::TensorType{DType::F32, {sh_.mlen, sh_.batch, s_.d_model}});
       cat = concat({mem, h}, 0);
     }
     if (sh_.memLen > 0) {
@@ -163,13 +165,13 @@ class Builder {
     // value uniformly; -inf elsewhere gives the same probabilities (exp
     // underflows to 0 either way) and keeps the fused attention's form.
     const bool fullyMasked = sh_.sameLength && sh_.memLen == 0;
-    const double fill = fullyMasked ? double(std::numeric_limits<float>::lowest())
-                                    : -std::numeric_limits<double>::infinity();
+    const double fill =
+        fullyMasked ? double(std::numeric_limits<float>::lowest()) : -std::numeric_limits<double>::infinity();
     Node masked = g_.add(OpKind::MaskedFill, {scaled, mask}, {{"value", fill}});
     if (padMask_)
       masked = g_.add(OpKind::MaskedFill, {masked, *padMask_}, {{"value", -std::numeric_limits<double>::infinity()}});
     Node prob = g_.add(OpKind::Softmax, {masked}, {{"axis", std::int64_t(3)}});
-    Node vec = matmul(prob, values, false);                       // [B, H, q, D]
+    Node vec = matmul(prob, values, false);                          // [B, H, q, D]
     Node flat = reshape(permute(vec, {2, 0, 1, 3}), {q, B, H * D});  // [q, B, H*D]
     Node out = linear(flat, weight(layer(l) + "dec_attn.o_net.weight", {s_.d_model, H * D}));
     Node res = add(h, out);
@@ -182,7 +184,7 @@ class Builder {
     Node x = s_.pre_lnorm ? layerNorm(cat, layer(l) + "dec_attn.layer_norm") : cat;
     Node w = linear(x, weight(layer(l) + "dec_attn.qkv_net.weight", {3 * H * D, s_.d_model}));  // [k, B, 3HD]
     Node r = linear(pos, weight(layer(l) + "dec_attn.r_net.weight", {H * D, s_.d_model}));      // [k, HD]
-    Node wq = slice(slice(w, 2, 0, H * D), 0, m, k);                                          // [q, B, HD]
+    Node wq = slice(slice(w, 2, 0, H * D), 0, m, k);                                            // [q, B, HD]
     Node wk = slice(w, 2, H * D, 2 * H * D);
     Node wv = slice(w, 2, 2 * H * D, 3 * H * D);
     Node qh = reshape(wq, {q, sh_.batch, H, D});
@@ -195,8 +197,9 @@ class Builder {
     Node bdRaw = matmul(rrq, rh, true);                   // [B, H, q, k]
     // The reference's _rel_shift: pad a zero column in front, view [k+1, q],
     // drop the first row, view [q, k].
-    Node padded = g_.add(OpKind::Pad, {bdRaw}, {{"axis", std::int64_t(3)}, {"before", std::int64_t(1)},
-                                               {"after", std::int64_t(0)}, {"value", 0.0}});
+    Node padded =
+        g_.add(OpKind::Pad, {bdRaw},
+               {{"axis", std::int64_t(3)}, {"before", std::int64_t(1)}, {"after", std::int64_t(0)}, {"value", 0.0}});
     Node viewed = reshape(padded, {sh_.batch, H, k + 1, q});
     Node bd = reshape(slice(viewed, 2, 1, k + 1), {sh_.batch, H, q, k});
     return attend(l, h, add(ac, bd), vh, mask);
@@ -282,8 +285,7 @@ ir::Graph buildSegmentGraph(const ModelSpec& spec, const SegmentShape& shape, co
   if (shape.sameLength && shape.memLen == 0 && spec.semantics == Semantics::Authors)
     bad("same_length needs mem_len > 0 (every key would be masked, which the authors' semantics leaves undefined)");
   if (spec.attn_type == 2 && shape.memLen > 0) bad("attn_type 2 with mem_len > 0 is not supported");
-  if (shape.padded && (spec.attn_type != 0 || shape.mlen == 0))
-    bad("a padded segment needs attn_type 0 and mlen > 0");
+  if (shape.padded && (spec.attn_type != 0 || shape.mlen == 0)) bad("a padded segment needs attn_type 0 and mlen > 0");
   return Builder(spec, shape).build(outputs);
 }
 

@@ -29,9 +29,9 @@ namespace txl::frontend {
 struct SegmentShape {
   std::int64_t batch = 1;
   std::int64_t qlen = 1;
-  std::int64_t mlen = 0;        // positions in memory when the segment starts
-  std::int64_t memLen = 0;      // mem_len in force (memory kept after the segment)
-  std::int64_t clampLen = -1;   // clamp_len in force
+  std::int64_t mlen = 0;       // positions in memory when the segment starts
+  std::int64_t memLen = 0;     // mem_len in force (memory kept after the segment)
+  std::int64_t clampLen = -1;  // clamp_len in force
   bool sameLength = false;
   // The first of the mlen remembered positions may be padding: a run-time
   // input "pad_mask" f32[klen] (1: a padding key) masks them after the

@@ -7,8 +7,8 @@
 
 namespace txl::frontend {
 
-ir::Tensor zeroMemoryRow(const ModelSpec& spec, const WeightMap& weights, std::int64_t slot,
-                         const ir::Shape& rowShape, MemoryForm form) {
+ir::Tensor zeroMemoryRow(const ModelSpec& spec, const WeightMap& weights, std::int64_t slot, const ir::Shape& rowShape,
+                         MemoryForm form) {
   TXL_CHECK(rowShape.size() == 2, "a memory row has shape [batch, width]");
   const std::int64_t batch = rowShape[0], width = rowShape[1];
   ir::Tensor row = ir::Tensor::zeros({ir::DType::F32, rowShape});

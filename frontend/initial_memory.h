@@ -28,7 +28,7 @@ enum class MemoryForm { Hidden, Kv };
 // rowShape = [batch, width]. Throws txl::InternalError when the width does not
 // fit the form (d_model for hidden, 2·n_head·d_head for kv) or the kv form is
 // asked of a slot that has no attention (slot n_layer, attn_type 2).
-ir::Tensor zeroMemoryRow(const ModelSpec& spec, const WeightMap& weights, std::int64_t slot,
-                         const ir::Shape& rowShape, MemoryForm form);
+ir::Tensor zeroMemoryRow(const ModelSpec& spec, const WeightMap& weights, std::int64_t slot, const ir::Shape& rowShape,
+                         MemoryForm form);
 
 }  // namespace txl::frontend

@@ -73,15 +73,16 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
     m.dir = modelPath;
     const fs::path config = dir / "config.json";
     if (!isFile(config))
-      throw Error(modelPath + ": no config.json (a model directory holds config.json, one *.safetensors file or a "
-                              "PyTorch checkpoint, and optionally vocab.json, vocab.txt or vocab.pkl)");
+      throw Error(modelPath +
+                  ": no config.json (a model directory holds config.json, one *.safetensors file or a "
+                  "PyTorch checkpoint, and optionally vocab.json, vocab.txt or vocab.pkl)");
     m.spec = loadModelSpec(config.string());
     if (isFile(dir / "model.safetensors.index.json"))
-      throw Error(modelPath + ": sharded checkpoints (model.safetensors.index.json) are not supported; merge the "
-                              "shards into one safetensors file");
+      throw Error(modelPath +
+                  ": sharded checkpoints (model.safetensors.index.json) are not supported; merge the "
+                  "shards into one safetensors file");
     const bool json = isFile(dir / "vocab.json"), txt = isFile(dir / "vocab.txt");
-    if (json && txt)
-      throw Error(modelPath + ": both vocab.json and vocab.txt; expected at most one vocabulary file");
+    if (json && txt) throw Error(modelPath + ": both vocab.json and vocab.txt; expected at most one vocabulary file");
     if (json) m.vocabPath = (dir / "vocab.json").string();
     if (txt) m.vocabPath = (dir / "vocab.txt").string();
     // Hugging Face's pickled vocabulary, read without running pickle code.
@@ -92,8 +93,9 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
       auto found = safetensorsIn(dir);
       if (found.empty()) found.push_back(checkpointFileIn(dir));  // a PyTorch checkpoint, or nothing
       if (found.front().empty())
-        throw Error(modelPath + ": no *.safetensors file and no PyTorch checkpoint (pytorch_model.bin); pass "
-                                "--weights FILE, or --random-weights");
+        throw Error(modelPath +
+                    ": no *.safetensors file and no PyTorch checkpoint (pytorch_model.bin); pass "
+                    "--weights FILE, or --random-weights");
       if (found.size() > 1) {
         std::string list;
         for (const auto& f : found) list += (list.empty() ? "" : ", ") + fs::path(f).filename().string();
@@ -106,8 +108,9 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
     m.dir = fs::path(modelPath).parent_path().string();
     if (m.dir.empty()) m.dir = ".";
     if (fs::path(modelPath).extension() == ".safetensors")
-      throw Error(modelPath + ": expected a spec JSON file or a model directory as MODEL; pass weights with "
-                              "--weights FILE");
+      throw Error(modelPath +
+                  ": expected a spec JSON file or a model directory as MODEL; pass weights with "
+                  "--weights FILE");
     m.spec = loadModelSpec(modelPath);
     if (weightsPath) {
       weights = *weightsPath;

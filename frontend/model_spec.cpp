@@ -61,8 +61,7 @@ class StrictParseTracker {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
         if (depth > kMaxDepth)
-          throw Error(file_ + ": " + pointer() + ": JSON nested deeper than " + std::to_string(kMaxDepth) +
-                      " levels");
+          throw Error(file_ + ": " + pointer() + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
         if (!frames_.empty() && !frames_.back().isObject) ++frames_.back().index;
         frames_.push_back({event == json::parse_event_t::object_start, {}, {}, -1});
         break;
@@ -144,12 +143,38 @@ std::string show(const json& v) {
   return s;
 }
 
-const std::set<std::string, std::less<>> kKnownKeys = {
-    "n_token", "vocab_size", "n_layer", "num_hidden_layers", "n_head", "num_attention_heads", "d_model",
-    "hidden_size", "d_head", "d_inner", "d_embed", "div_val", "cutoffs", "tie_weight", "tie_word_embeddings",
-    "tie_projs", "proj_share_all_but_first", "pre_lnorm", "tgt_len", "ext_len", "mem_len", "same_length",
-    "attn_type", "clamp_len", "untie_r", "dropout", "dropatt", "layer_norm_epsilon", "sample_softmax",
-    "adaptive", "model_type", "semantics"};
+const std::set<std::string, std::less<>> kKnownKeys = {"n_token",
+                                                       "vocab_size",
+                                                       "n_layer",
+                                                       "num_hidden_layers",
+                                                       "n_head",
+                                                       "num_attention_heads",
+                                                       "d_model",
+                                                       "hidden_size",
+                                                       "d_head",
+                                                       "d_inner",
+                                                       "d_embed",
+                                                       "div_val",
+                                                       "cutoffs",
+                                                       "tie_weight",
+                                                       "tie_word_embeddings",
+                                                       "tie_projs",
+                                                       "proj_share_all_but_first",
+                                                       "pre_lnorm",
+                                                       "tgt_len",
+                                                       "ext_len",
+                                                       "mem_len",
+                                                       "same_length",
+                                                       "attn_type",
+                                                       "clamp_len",
+                                                       "untie_r",
+                                                       "dropout",
+                                                       "dropatt",
+                                                       "layer_norm_epsilon",
+                                                       "sample_softmax",
+                                                       "adaptive",
+                                                       "model_type",
+                                                       "semantics"};
 
 struct Field {
   std::string pointer;  // "/vocab_size"
@@ -174,8 +199,7 @@ class SpecReader {
       if (!found) {
         found = {keyPointer(name), &*it};
       } else if (*it != *found.value) {
-        fail(keyPointer(name), "conflicts with " + found.pointer + " (" + show(*found.value) + "), got " +
-                                           show(*it));
+        fail(keyPointer(name), "conflicts with " + found.pointer + " (" + show(*found.value) + "), got " + show(*it));
       }
     }
     return found;
@@ -242,7 +266,8 @@ struct Checked {
 
 std::vector<std::int64_t> readCutoffs(const SpecReader& r, const Field& f) {
   std::vector<std::int64_t> cutoffs;
-  if (!f.value->is_array()) r.fail(f.pointer, "expected an array of increasing positive integers, got " + show(*f.value));
+  if (!f.value->is_array())
+    r.fail(f.pointer, "expected an array of increasing positive integers, got " + show(*f.value));
   if (f.value->size() > 64) r.fail(f.pointer, "expected at most 64 cutoffs, got " + std::to_string(f.value->size()));
   for (std::size_t i = 0; i < f.value->size(); ++i) {
     Field e{f.pointer + "/" + std::to_string(i), &(*f.value)[i]};
@@ -256,8 +281,9 @@ std::vector<std::int64_t> readCutoffs(const SpecReader& r, const Field& f) {
 }
 
 std::vector<bool> readTieProjs(const SpecReader& r, const Field& f, std::size_t clusters) {
-  if (!f.value->is_array()) r.fail(f.pointer, "expected an array of " + std::to_string(clusters) +
-                                                  " booleans (one per cluster), got " + show(*f.value));
+  if (!f.value->is_array())
+    r.fail(f.pointer,
+           "expected an array of " + std::to_string(clusters) + " booleans (one per cluster), got " + show(*f.value));
   if (f.value->size() != clusters)
     r.fail(f.pointer, "expected " + std::to_string(clusters) + " booleans (one per cluster: cutoffs has " +
                           std::to_string(clusters - 1) + " entries), got " + std::to_string(f.value->size()));
@@ -318,7 +344,7 @@ std::int64_t ModelSpec::parameterCount() const {
     const std::int64_t e = single ? d_embed : clusterEmbedDim(i);
     const std::int64_t rows = single ? (i == 0 ? n_token : 0) : bounds[i + 1] - bounds[i];
     n += rows * e * (tie_weight ? 1 : 2);
-    if (projected && (!single || i == 0)) n += d_model * e;                    // word_emb.emb_projs.i
+    if (projected && (!single || i == 0)) n += d_model * e;                      // word_emb.emb_projs.i
     if (projected && !tie_projs[static_cast<std::size_t>(i)]) n += d_model * e;  // crit.out_projs.i
   }
   n += (clusterCount() - 1) * (d_embed + 1);  // cluster_weight, cluster_bias
@@ -429,7 +455,8 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
   }
   if (Field f = r.find({"layer_norm_epsilon"})) {
     double eps = r.number(f, "a positive number");
-    if (!(eps > 0) || !std::isfinite(eps) || eps >= 1) r.fail(f.pointer, "expected a positive number below 1, got " + show(*f.value));
+    if (!(eps > 0) || !std::isfinite(eps) || eps >= 1)
+      r.fail(f.pointer, "expected a positive number below 1, got " + show(*f.value));
     s.layer_norm_epsilon = eps;
   }
   for (const char* key : {"dropout", "dropatt"}) {
@@ -499,26 +526,29 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
   // Not supported.
   if (s.attn_type == 1 || s.attn_type == 3)
     r.fail("/attn_type", std::string(s.attn_type == 1 ? "1 (Shaw et al. relative attention)"
-                                                       : "3 (Al-Rfou et al. learned absolute positions)") +
+                                                      : "3 (Al-Rfou et al. learned absolute positions)") +
                              " is not supported; expected 0 (Transformer-XL relative) or 2 (absolute sinusoid)");
-  if (s.attn_type > 3) r.fail("/attn_type", "expected 0 (relative) or 2 (absolute), got " + std::to_string(s.attn_type));
+  if (s.attn_type > 3)
+    r.fail("/attn_type", "expected 0 (relative) or 2 (absolute), got " + std::to_string(s.attn_type));
   if (s.attn_type == 2 && s.mem_len > 0)
     r.fail("/mem_len", "attn_type 2 with a memory is not supported; expected 0, got " + std::to_string(s.mem_len));
-  if (s.ext_len > 0) r.fail("/ext_len", "extended context is not supported; expected 0, got " + std::to_string(s.ext_len));
+  if (s.ext_len > 0)
+    r.fail("/ext_len", "extended context is not supported; expected 0, got " + std::to_string(s.ext_len));
   if (sampleSoftmax > 0)
-    r.fail("/sample_softmax", "sampled softmax is not supported; expected -1 (off), got " + std::to_string(sampleSoftmax));
+    r.fail("/sample_softmax",
+           "sampled softmax is not supported; expected -1 (off), got " + std::to_string(sampleSoftmax));
 
   // Sizes: count every parameter with checked arithmetic.
   Checked c{r};
   const std::string pEmbed = "/d_embed", pHead = "/d_head", pInner = "/d_inner", pLayer = "/n_layer";
   const std::string pToken = nTokenPointer.empty() ? "/n_token" : nTokenPointer;
   std::int64_t hd = c.mul(s.n_head, s.d_head, pHead, "n_head × d_head");
-  std::int64_t attnW = c.mul(c.mul(hd, s.d_model, pHead, "n_head × d_head × d_model"), 5, pHead,
-                             "5 × n_head × d_head × d_model");
-  std::int64_t ffW = c.mul(c.mul(s.d_inner, s.d_model, pInner, "d_inner × d_model"), 2, pInner,
-                           "2 × d_inner × d_model");
-  std::int64_t perLayer = c.add(c.add(attnW, ffW, pInner, "attention + feed-forward weights"), s.d_inner + 6 * s.d_model,
-                                pInner, "layer parameters");
+  std::int64_t attnW =
+      c.mul(c.mul(hd, s.d_model, pHead, "n_head × d_head × d_model"), 5, pHead, "5 × n_head × d_head × d_model");
+  std::int64_t ffW =
+      c.mul(c.mul(s.d_inner, s.d_model, pInner, "d_inner × d_model"), 2, pInner, "2 × d_inner × d_model");
+  std::int64_t perLayer = c.add(c.add(attnW, ffW, pInner, "attention + feed-forward weights"),
+                                s.d_inner + 6 * s.d_model, pInner, "layer parameters");
   std::int64_t total = c.mul(perLayer, s.n_layer, pLayer, "n_layer × layer parameters");
   std::string largest = total > 0 ? pLayer : pToken;
   std::int64_t largestTerm = total;
@@ -553,8 +583,8 @@ ModelSpec loadModelSpec(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) throw Error(path + ": cannot read");
   std::string text = ss.str();
-  if (text.size() > (std::size_t{16} << 20)) throw Error(path + ": a spec of " + std::to_string(text.size()) +
-                                                       " bytes; expected at most 16 MiB of JSON");
+  if (text.size() > (std::size_t{16} << 20))
+    throw Error(path + ": a spec of " + std::to_string(text.size()) + " bytes; expected at most 16 MiB of JSON");
   return parseModelSpec(parseJsonText(text, path), path);
 }
 

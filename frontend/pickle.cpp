@@ -34,75 +34,144 @@ std::string hexByte(std::uint8_t b) {
 // Opcode names for messages (Python's pickletools names).
 const char* opcodeName(std::uint8_t op) {
   switch (op) {
-    case 0x80: return "PROTO";
-    case 0x95: return "FRAME";
-    case '.': return "STOP";
-    case '(': return "MARK";
-    case '0': return "POP";
-    case '1': return "POP_MARK";
-    case '2': return "DUP";
-    case '}': return "EMPTY_DICT";
-    case ']': return "EMPTY_LIST";
-    case ')': return "EMPTY_TUPLE";
-    case 't': return "TUPLE";
-    case 0x85: return "TUPLE1";
-    case 0x86: return "TUPLE2";
-    case 0x87: return "TUPLE3";
-    case 'l': return "LIST";
-    case 'd': return "DICT";
-    case 'J': return "BININT";
-    case 'K': return "BININT1";
-    case 'M': return "BININT2";
-    case 0x8a: return "LONG1";
-    case 0x8b: return "LONG4";
-    case 'G': return "BINFLOAT";
-    case 'X': return "BINUNICODE";
-    case 0x8c: return "SHORT_BINUNICODE";
-    case 0x8d: return "BINUNICODE8";
-    case 'B': return "BINBYTES";
-    case 'C': return "SHORT_BINBYTES";
-    case 0x8e: return "BINBYTES8";
-    case 'T': return "BINSTRING";
-    case 'U': return "SHORT_BINSTRING";
-    case 'N': return "NONE";
-    case 0x88: return "NEWTRUE";
-    case 0x89: return "NEWFALSE";
-    case 'q': return "BINPUT";
-    case 'r': return "LONG_BINPUT";
-    case 0x94: return "MEMOIZE";
-    case 'h': return "BINGET";
-    case 'j': return "LONG_BINGET";
-    case 'a': return "APPEND";
-    case 'e': return "APPENDS";
-    case 's': return "SETITEM";
-    case 'u': return "SETITEMS";
-    case 'c': return "GLOBAL";
-    case 0x93: return "STACK_GLOBAL";
-    case 'R': return "REDUCE";
-    case 'b': return "BUILD";
-    case 0x81: return "NEWOBJ";
-    case 0x92: return "NEWOBJ_EX";
-    case 'Q': return "BINPERSID";
-    case 0x8f: return "EMPTY_SET";
-    case 0x90: return "ADDITEMS";
-    case 0x91: return "FROZENSET";
-    case 'i': return "INST";
-    case 'o': return "OBJ";
-    case 'P': return "PERSID";
-    case 'I': return "INT";
-    case 'L': return "LONG";
-    case 'F': return "FLOAT";
-    case 'S': return "STRING";
-    case 'V': return "UNICODE";
-    case 'g': return "GET";
-    case 'p': return "PUT";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    default: return nullptr;
+    case 0x80:
+      return "PROTO";
+    case 0x95:
+      return "FRAME";
+    case '.':
+      return "STOP";
+    case '(':
+      return "MARK";
+    case '0':
+      return "POP";
+    case '1':
+      return "POP_MARK";
+    case '2':
+      return "DUP";
+    case '}':
+      return "EMPTY_DICT";
+    case ']':
+      return "EMPTY_LIST";
+    case ')':
+      return "EMPTY_TUPLE";
+    case 't':
+      return "TUPLE";
+    case 0x85:
+      return "TUPLE1";
+    case 0x86:
+      return "TUPLE2";
+    case 0x87:
+      return "TUPLE3";
+    case 'l':
+      return "LIST";
+    case 'd':
+      return "DICT";
+    case 'J':
+      return "BININT";
+    case 'K':
+      return "BININT1";
+    case 'M':
+      return "BININT2";
+    case 0x8a:
+      return "LONG1";
+    case 0x8b:
+      return "LONG4";
+    case 'G':
+      return "BINFLOAT";
+    case 'X':
+      return "BINUNICODE";
+    case 0x8c:
+      return "SHORT_BINUNICODE";
+    case 0x8d:
+      return "BINUNICODE8";
+    case 'B':
+      return "BINBYTES";
+    case 'C':
+      return "SHORT_BINBYTES";
+    case 0x8e:
+      return "BINBYTES8";
+    case 'T':
+      return "BINSTRING";
+    case 'U':
+      return "SHORT_BINSTRING";
+    case 'N':
+      return "NONE";
+    case 0x88:
+      return "NEWTRUE";
+    case 0x89:
+      return "NEWFALSE";
+    case 'q':
+      return "BINPUT";
+    case 'r':
+      return "LONG_BINPUT";
+    case 0x94:
+      return "MEMOIZE";
+    case 'h':
+      return "BINGET";
+    case 'j':
+      return "LONG_BINGET";
+    case 'a':
+      return "APPEND";
+    case 'e':
+      return "APPENDS";
+    case 's':
+      return "SETITEM";
+    case 'u':
+      return "SETITEMS";
+    case 'c':
+      return "GLOBAL";
+    case 0x93:
+      return "STACK_GLOBAL";
+    case 'R':
+      return "REDUCE";
+    case 'b':
+      return "BUILD";
+    case 0x81:
+      return "NEWOBJ";
+    case 0x92:
+      return "NEWOBJ_EX";
+    case 'Q':
+      return "BINPERSID";
+    case 0x8f:
+      return "EMPTY_SET";
+    case 0x90:
+      return "ADDITEMS";
+    case 0x91:
+      return "FROZENSET";
+    case 'i':
+      return "INST";
+    case 'o':
+      return "OBJ";
+    case 'P':
+      return "PERSID";
+    case 'I':
+      return "INT";
+    case 'L':
+      return "LONG";
+    case 'F':
+      return "FLOAT";
+    case 'S':
+      return "STRING";
+    case 'V':
+      return "UNICODE";
+    case 'g':
+      return "GET";
+    case 'p':
+      return "PUT";
+    case 0x82:
+      return "EXT1";
+    case 0x83:
+      return "EXT2";
+    case 0x84:
+      return "EXT4";
+    case 0x96:
+      return "BYTEARRAY8";
+    case 0x97:
+      return "NEXT_BUFFER";
+    case 0x98:
+      return "READONLY_BUFFER";
+    default:
+      return nullptr;
   }
 }
 
@@ -110,11 +179,16 @@ const char* opcodeName(std::uint8_t op) {
 // indexable: such keys are appended, never merged). Python's True == 1.
 std::string keyOf(const Value* k) {
   switch (k->kind) {
-    case Kind::String: return "s" + k->s;
-    case Kind::Int: return k->big ? "b" + k->s : "i" + std::to_string(k->i);
-    case Kind::Bool: return "i" + std::to_string(k->b ? 1 : 0);
-    case Kind::None: return "n";
-    default: return "";
+    case Kind::String:
+      return "s" + k->s;
+    case Kind::Int:
+      return k->big ? "b" + k->s : "i" + std::to_string(k->i);
+    case Kind::Bool:
+      return "i" + std::to_string(k->b ? 1 : 0);
+    case Kind::None:
+      return "n";
+    default:
+      return "";
   }
 }
 
@@ -122,20 +196,34 @@ std::string keyOf(const Value* k) {
 
 const char* kindName(Kind kind) {
   switch (kind) {
-    case Kind::None: return "None";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::String: return "string";
-    case Kind::Bytes: return "bytes";
-    case Kind::List: return "list";
-    case Kind::Tuple: return "tuple";
-    case Kind::Dict: return "dict";
-    case Kind::Set: return "set";
-    case Kind::Global: return "global";
-    case Kind::Object: return "object";
-    case Kind::PersistentId: return "persistent id";
-    case Kind::Opaque: return "skipped object";
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Int:
+      return "int";
+    case Kind::Float:
+      return "float";
+    case Kind::String:
+      return "string";
+    case Kind::Bytes:
+      return "bytes";
+    case Kind::List:
+      return "list";
+    case Kind::Tuple:
+      return "tuple";
+    case Kind::Dict:
+      return "dict";
+    case Kind::Set:
+      return "set";
+    case Kind::Global:
+      return "global";
+    case Kind::Object:
+      return "object";
+    case Kind::PersistentId:
+      return "persistent id";
+    case Kind::Opaque:
+      return "skipped object";
   }
   return "?";
 }
@@ -174,22 +262,48 @@ std::string describe(const Value* v) {
   if (!v) return "nothing";
   std::string s;
   switch (v->kind) {
-    case Kind::None: s = "None"; break;
-    case Kind::Bool: s = v->b ? "True" : "False"; break;
-    case Kind::Int: s = v->big ? "a " + std::to_string(v->s.size()) + "-byte integer" : std::to_string(v->i); break;
-    case Kind::Float: s = std::to_string(v->f); break;
-    case Kind::String: s = "\"" + oneLine(v->s) + "\""; break;
-    case Kind::Bytes: s = "bytes of length " + std::to_string(v->s.size()); break;
-    case Kind::List: s = "a list of " + std::to_string(v->items.size()); break;
-    case Kind::Tuple: s = "a tuple of " + std::to_string(v->items.size()); break;
+    case Kind::None:
+      s = "None";
+      break;
+    case Kind::Bool:
+      s = v->b ? "True" : "False";
+      break;
+    case Kind::Int:
+      s = v->big ? "a " + std::to_string(v->s.size()) + "-byte integer" : std::to_string(v->i);
+      break;
+    case Kind::Float:
+      s = std::to_string(v->f);
+      break;
+    case Kind::String:
+      s = "\"" + oneLine(v->s) + "\"";
+      break;
+    case Kind::Bytes:
+      s = "bytes of length " + std::to_string(v->s.size());
+      break;
+    case Kind::List:
+      s = "a list of " + std::to_string(v->items.size());
+      break;
+    case Kind::Tuple:
+      s = "a tuple of " + std::to_string(v->items.size());
+      break;
     case Kind::Dict:
       s = (v->cls.empty() ? std::string("a dict") : "a " + v->cls) + " of " + std::to_string(v->entries.size());
       break;
-    case Kind::Set: s = "a set of " + std::to_string(v->items.size()); break;
-    case Kind::Global: s = "global " + oneLine(v->s); break;
-    case Kind::Object: s = (v->reduced ? "a call of " : "an object of ") + oneLine(v->cls); break;
-    case Kind::PersistentId: s = "a persistent id"; break;
-    case Kind::Opaque: s = "a skipped " + oneLine(v->cls); break;
+    case Kind::Set:
+      s = "a set of " + std::to_string(v->items.size());
+      break;
+    case Kind::Global:
+      s = "global " + oneLine(v->s);
+      break;
+    case Kind::Object:
+      s = (v->reduced ? "a call of " : "an object of ") + oneLine(v->cls);
+      break;
+    case Kind::PersistentId:
+      s = "a persistent id";
+      break;
+    case Kind::Opaque:
+      s = "a skipped " + oneLine(v->cls);
+      break;
   }
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
@@ -321,7 +435,8 @@ class Machine {
       for (const auto& [k, v] : std::vector(from->entries)) setItem(dict, k, v);
     } else if (from->kind == Kind::List || from->kind == Kind::Tuple) {
       for (Value* pair : std::vector(from->items)) {
-        if (pair->kind != Kind::Tuple && pair->kind != Kind::List) failOp("expected (key, value) pairs, got " + describe(pair));
+        if (pair->kind != Kind::Tuple && pair->kind != Kind::List)
+          failOp("expected (key, value) pairs, got " + describe(pair));
         if (pair->items.size() != 2) failOp("expected (key, value) pairs, got " + describe(pair));
         setItem(dict, pair->items[0], pair->items[1]);
       }
@@ -493,8 +608,8 @@ Pickle Machine::run() {
       case 0x95: {  // FRAME: a length prefix for buffering; the opcodes inside are read as usual
         std::uint64_t n = readLE(8, "frame length");
         if (n > left())
-          failOp("frame of " + std::to_string(n) + " bytes runs past the end of the pickle (" +
-                 std::to_string(left()) + " bytes left)");
+          failOp("frame of " + std::to_string(n) + " bytes runs past the end of the pickle (" + std::to_string(left()) +
+                 " bytes left)");
         break;
       }
       case '.': {  // STOP
@@ -510,13 +625,27 @@ Pickle Machine::run() {
           failOp("more than " + std::to_string(policy_.limits.maxDepth) + " nested MARKs (the limit)");
         marks_.push_back(stack_.size());
         break;
-      case '0': pop(); break;
-      case '1': popMark(); break;
-      case '2': push(top()); break;
-      case '}': push(make(Kind::Dict)); break;
-      case ']': push(make(Kind::List)); break;
-      case ')': push(make(Kind::Tuple)); break;
-      case 0x8f: push(make(Kind::Set)); break;
+      case '0':
+        pop();
+        break;
+      case '1':
+        popMark();
+        break;
+      case '2':
+        push(top());
+        break;
+      case '}':
+        push(make(Kind::Dict));
+        break;
+      case ']':
+        push(make(Kind::List));
+        break;
+      case ')':
+        push(make(Kind::Tuple));
+        break;
+      case 0x8f:
+        push(make(Kind::Set));
+        break;
       case 't':
       case 'l': {
         std::vector<Value*> items = popMark();
@@ -568,7 +697,9 @@ Pickle Machine::run() {
         push(v);
         break;
       }
-      case 0x8a: push(readInt(readLE(1, "integer length"))); break;
+      case 0x8a:
+        push(readInt(readLE(1, "integer length")));
+        break;
       case 0x8b: {
         std::uint64_t n = readLE(4, "integer length");
         if (n & 0x80000000u) failOp("negative integer length");
@@ -601,7 +732,9 @@ Pickle Machine::run() {
         push(v);
         break;
       }
-      case 'N': push(make(Kind::None)); break;
+      case 'N':
+        push(make(Kind::None));
+        break;
       case 0x88:
       case 0x89: {
         Value* v = make(Kind::Bool);
@@ -609,11 +742,21 @@ Pickle Machine::run() {
         push(v);
         break;
       }
-      case 'q': memoPut(readLE(1, "memo index"), top()); break;
-      case 'r': memoPut(readLE(4, "memo index"), top()); break;
-      case 0x94: memoPut(memo_.size(), top()); break;
-      case 'h': push(memoGet(readLE(1, "memo index"))); break;
-      case 'j': push(memoGet(readLE(4, "memo index"))); break;
+      case 'q':
+        memoPut(readLE(1, "memo index"), top());
+        break;
+      case 'r':
+        memoPut(readLE(4, "memo index"), top());
+        break;
+      case 0x94:
+        memoPut(memo_.size(), top());
+        break;
+      case 'h':
+        push(memoGet(readLE(1, "memo index")));
+        break;
+      case 'j':
+        push(memoGet(readLE(4, "memo index")));
+        break;
       case 'a': {
         Value* item = pop();
         Value* list = top();
@@ -678,10 +821,13 @@ Pickle Machine::run() {
       case 'o': {  // OBJ: the class is the first value after the MARK
         std::vector<Value*> items = popMark();
         if (!items.empty() && items[0]->kind == Kind::Global)
-          failOp("global " + oneLine(items[0]->s) + " may not be instantiated by OBJ (a protocol-1 form no checkpoint uses)");
+          failOp("global " + oneLine(items[0]->s) +
+                 " may not be instantiated by OBJ (a protocol-1 form no checkpoint uses)");
         failOp("instantiation by OBJ is refused (a protocol-1 form no checkpoint uses)");
       }
-      case 'R': reduce(); break;
+      case 'R':
+        reduce();
+        break;
       case 0x81: {
         Value* args = pop();
         Value* cls = pop();
@@ -696,7 +842,9 @@ Pickle Machine::run() {
         newObj(cls, args);
         break;
       }
-      case 'b': build(); break;
+      case 'b':
+        build();
+        break;
       case 'Q': {
         Value* pid = pop();
         if (!policy_.persistentLoad) failOp("persistent ids are not allowed here");

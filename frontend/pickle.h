@@ -78,20 +78,20 @@ struct Value {
 
 // What an allowed global may become.
 enum class GlobalRule {
-  Dict,    // REDUCE with () or (mapping,) -> a dict (collections.OrderedDict, collections.Counter)
-  Set,     // REDUCE with () or (iterable,) -> a set (builtins.set)
-  Call,    // REDUCE -> Object{cls, args} recorded, never called (torch._utils._rebuild_tensor_v2)
-  Class,   // NEWOBJ (+ BUILD) -> Object{cls, args, state}; REDUCE refused (nn.Module classes)
-  Name,    // may only be named (persistent ids: torch.FloatStorage); REDUCE and NEWOBJ refused
-  Skip,    // REDUCE / NEWOBJ / BUILD -> Opaque: members the caller does not need, never built
+  Dict,   // REDUCE with () or (mapping,) -> a dict (collections.OrderedDict, collections.Counter)
+  Set,    // REDUCE with () or (iterable,) -> a set (builtins.set)
+  Call,   // REDUCE -> Object{cls, args} recorded, never called (torch._utils._rebuild_tensor_v2)
+  Class,  // NEWOBJ (+ BUILD) -> Object{cls, args, state}; REDUCE refused (nn.Module classes)
+  Name,   // may only be named (persistent ids: torch.FloatStorage); REDUCE and NEWOBJ refused
+  Skip,   // REDUCE / NEWOBJ / BUILD -> Opaque: members the caller does not need, never built
 };
 
 struct Limits {
-  std::size_t maxDepth = 1000;         // open MARKs at once
-  std::size_t maxStack = 1u << 20;     // values on the stack
-  std::size_t maxMemo = 1u << 22;      // memo entries
-  std::size_t maxCells = 1u << 24;     // values made plus list / tuple / dict / set slots filled, in all
-  std::size_t maxBigIntBytes = 64;     // LONG1 / LONG4 payload
+  std::size_t maxDepth = 1000;      // open MARKs at once
+  std::size_t maxStack = 1u << 20;  // values on the stack
+  std::size_t maxMemo = 1u << 22;   // memo entries
+  std::size_t maxCells = 1u << 24;  // values made plus list / tuple / dict / set slots filled, in all
+  std::size_t maxBigIntBytes = 64;  // LONG1 / LONG4 payload
 };
 
 struct Policy {

@@ -50,11 +50,11 @@ struct DTypeRow {
   std::size_t size;
 };
 constexpr DTypeRow kDTypes[] = {
-    {StDType::F64, "F64", 8},         {StDType::F32, "F32", 4},         {StDType::F16, "F16", 2},
-    {StDType::BF16, "BF16", 2},       {StDType::F8_E4M3, "F8_E4M3", 1}, {StDType::F8_E5M2, "F8_E5M2", 1},
-    {StDType::I64, "I64", 8},         {StDType::I32, "I32", 4},         {StDType::I16, "I16", 2},
-    {StDType::I8, "I8", 1},           {StDType::U64, "U64", 8},         {StDType::U32, "U32", 4},
-    {StDType::U16, "U16", 2},         {StDType::U8, "U8", 1},           {StDType::BOOL, "BOOL", 1},
+    {StDType::F64, "F64", 8},   {StDType::F32, "F32", 4},         {StDType::F16, "F16", 2},
+    {StDType::BF16, "BF16", 2}, {StDType::F8_E4M3, "F8_E4M3", 1}, {StDType::F8_E5M2, "F8_E5M2", 1},
+    {StDType::I64, "I64", 8},   {StDType::I32, "I32", 4},         {StDType::I16, "I16", 2},
+    {StDType::I8, "I8", 1},     {StDType::U64, "U64", 8},         {StDType::U32, "U32", 4},
+    {StDType::U16, "U16", 2},   {StDType::U8, "U8", 1},           {StDType::BOOL, "BOOL", 1},
 };
 
 std::string show(const json& v) {
@@ -92,12 +92,14 @@ T load(const std::byte* p) {
   return v;
 }
 
-
 const char* irDTypeName(ir::DType t) {
   switch (t) {
-    case ir::DType::F32: return "F32";
-    case ir::DType::BF16: return "BF16";
-    case ir::DType::I64: return "I64";
+    case ir::DType::F32:
+      return "F32";
+    case ir::DType::BF16:
+      return "BF16";
+    case ir::DType::I64:
+      return "I64";
   }
   return "?";
 }
@@ -113,7 +115,8 @@ std::string headerFor(const std::vector<std::pair<std::string, ir::Tensor>>& ten
     TXL_CHECK(!t.empty(), "tensor " + name + " has no data");
     json shape = json::array();
     for (auto d : t.shape()) shape.push_back(d);
-    header[name] = {{"dtype", irDTypeName(t.dtype())}, {"shape", shape}, {"data_offsets", {offset, offset + t.bytes()}}};
+    header[name] = {
+        {"dtype", irDTypeName(t.dtype())}, {"shape", shape}, {"data_offsets", {offset, offset + t.bytes()}}};
     offset += t.bytes();
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -227,8 +230,7 @@ void SafetensorsFile::parse() {
       continue;
     }
     const std::string where = p + ": tensor " + inQuotes(name);
-    if (!v.is_object())
-      throw Error(where + ": expected an object with dtype, shape and data_offsets, got " + show(v));
+    if (!v.is_object()) throw Error(where + ": expected an object with dtype, shape and data_offsets, got " + show(v));
     for (const char* key : {"dtype", "shape", "data_offsets"})
       if (!v.contains(key)) throw Error(where + ": missing \"" + key + "\"");
     TensorInfo info;
@@ -260,7 +262,8 @@ void SafetensorsFile::parse() {
         if (__builtin_mul_overflow(numel, dim, &numel)) overflow = true;
       }
     }
-    if (!shapeOk) throw Error(where + ": shape: expected an array of at most 16 non-negative integers, got " + show(shape));
+    if (!shapeOk)
+      throw Error(where + ": shape: expected an array of at most 16 non-negative integers, got " + show(shape));
 
     const json& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned() ||
@@ -311,9 +314,7 @@ const TensorInfo& SafetensorsFile::info(const std::string& name) const {
   return it->second;
 }
 
-const std::byte* SafetensorsFile::bytes(const std::string& name) const {
-  return base_ + dataStart_ + info(name).begin;
-}
+const std::byte* SafetensorsFile::bytes(const std::string& name) const { return base_ + dataStart_ + info(name).begin; }
 
 ir::Tensor SafetensorsFile::view(const ir::TensorType& type, const std::byte* src) const {
   if (mapped_) return ir::Tensor::fileView(type, src, owner_);
@@ -372,8 +373,8 @@ ir::Tensor SafetensorsFile::toF32(const std::string& name, const ConvertOptions&
   if (options.nonFinite == NonFinitePolicy::Refuse)
     throw Error(path_ + ": tensor " + inQuotes(name) + ": " + detail + " (" + std::to_string(bad) +
                 " non-finite values); non-finite weights are refused");
-  std::string message = path_ + ": tensor " + inQuotes(name) + ": " + std::to_string(bad) +
-                        " non-finite values (first: " + detail + ")";
+  std::string message =
+      path_ + ": tensor " + inQuotes(name) + ": " + std::to_string(bad) + " non-finite values (first: " + detail + ")";
   if (options.warn) options.warn(message);
   else std::cerr << "warning: " << message << "\n";
   return out;
@@ -390,13 +391,27 @@ ir::Tensor SafetensorsFile::toI64(const std::string& name) const {
   std::int64_t* dst = out.data<std::int64_t>();
   for (std::size_t i = 0; i < n; ++i) {
     switch (ti.dtype) {
-      case StDType::I64: dst[i] = load<std::int64_t>(src + 8 * i); break;
-      case StDType::I32: dst[i] = load<std::int32_t>(src + 4 * i); break;
-      case StDType::I16: dst[i] = load<std::int16_t>(src + 2 * i); break;
-      case StDType::I8: dst[i] = load<std::int8_t>(src + i); break;
-      case StDType::U32: dst[i] = load<std::uint32_t>(src + 4 * i); break;
-      case StDType::U16: dst[i] = load<std::uint16_t>(src + 2 * i); break;
-      case StDType::U8: dst[i] = load<std::uint8_t>(src + i); break;
+      case StDType::I64:
+        dst[i] = load<std::int64_t>(src + 8 * i);
+        break;
+      case StDType::I32:
+        dst[i] = load<std::int32_t>(src + 4 * i);
+        break;
+      case StDType::I16:
+        dst[i] = load<std::int16_t>(src + 2 * i);
+        break;
+      case StDType::I8:
+        dst[i] = load<std::int8_t>(src + i);
+        break;
+      case StDType::U32:
+        dst[i] = load<std::uint32_t>(src + 4 * i);
+        break;
+      case StDType::U16:
+        dst[i] = load<std::uint16_t>(src + 2 * i);
+        break;
+      case StDType::U8:
+        dst[i] = load<std::uint8_t>(src + i);
+        break;
       case StDType::U64: {
         std::uint64_t u = load<std::uint64_t>(src + 8 * i);
         if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))

@@ -176,8 +176,8 @@ class ZipReader {
       c = e.crc;  // scripts/fuzz.sh: let mutated pickles and storages past the checksum
 #endif
       if (c != e.crc)
-        throw Error(img_.name + ": zip entry " + inQuotes(e.name) + ": CRC-32 " + hex(c) + " of its data, the header says " +
-                    hex(e.crc));
+        throw Error(img_.name + ": zip entry " + inQuotes(e.name) + ": CRC-32 " + hex(c) +
+                    " of its data, the header says " + hex(e.crc));
       e.crcChecked = true;
     }
     return d;
@@ -192,8 +192,8 @@ class ZipReader {
   [[noreturn]] void fail(const std::string& m) const { throw Error(img_.name + ": " + m); }
   const std::byte* at(std::uint64_t offset, std::uint64_t n, const std::string& what) const {
     if (offset > img_.bytes.size() || n > img_.bytes.size() - offset)
-      fail(what + " at offset " + std::to_string(offset) + " (" + std::to_string(n) + " bytes) runs past the end of the file (" +
-           std::to_string(img_.bytes.size()) + " bytes)");
+      fail(what + " at offset " + std::to_string(offset) + " (" + std::to_string(n) +
+           " bytes) runs past the end of the file (" + std::to_string(img_.bytes.size()) + " bytes)");
     return img_.bytes.data() + offset;
   }
   void read();
@@ -236,8 +236,8 @@ void ZipReader::read() {
     if (le(r, 4) != 0x06064b50) fail("no zip64 end-of-central-directory record at offset " + std::to_string(z));
     auto check = [&](std::uint64_t classic, std::uint64_t wide, std::uint64_t marker, const char* what) {
       if (classic != marker && classic != wide)
-        fail(std::string("zip64 record's ") + what + " " + std::to_string(wide) + " disagrees with the classic record's " +
-             std::to_string(classic));
+        fail(std::string("zip64 record's ") + what + " " + std::to_string(wide) +
+             " disagrees with the classic record's " + std::to_string(classic));
       return wide;
     };
     disk = le(r + 16, 4);
@@ -257,7 +257,8 @@ void ZipReader::read() {
     fail("zip central directory [" + std::to_string(cdOffset) + ", +" + std::to_string(cdSize) +
          ") runs past its end record at offset " + std::to_string(cdLimit));
   if (count > cdSize / 46)
-    fail("zip central directory of " + std::to_string(cdSize) + " bytes cannot hold " + std::to_string(count) + " entries");
+    fail("zip central directory of " + std::to_string(cdSize) + " bytes cannot hold " + std::to_string(count) +
+         " entries");
 
   // 3. Central directory entries and their local headers.
   std::uint64_t p = cdOffset;
@@ -272,7 +273,8 @@ void ZipReader::read() {
     std::uint64_t csize = le(c + 20, 4), usize = le(c + 24, 4);
     const std::uint64_t nameLen = le(c + 28, 2), extraLen = le(c + 30, 2), commentLen = le(c + 32, 2);
     std::uint64_t diskStart = le(c + 34, 2), local = le(c + 42, 4);
-    if (cdEnd - p - 46 < nameLen + extraLen + commentLen) fail(where + ": name and extra fields run past the central directory");
+    if (cdEnd - p - 46 < nameLen + extraLen + commentLen)
+      fail(where + ": name and extra fields run past the central directory");
     ZipEntry e;
     e.name.assign(reinterpret_cast<const char*>(c + 46), static_cast<std::size_t>(nameLen));
     const std::string entry = "zip entry " + inQuotes(e.name);
@@ -312,7 +314,8 @@ void ZipReader::read() {
     const std::byte* lname = at(local + 30, lnameLen + lextraLen, entry + ": local header name");
     if (lnameLen != nameLen || std::memcmp(lname, c + 46, static_cast<std::size_t>(nameLen)) != 0)
       fail(entry + ": the local header names another entry");
-    if (lmethod != method) fail(entry + ": local header method " + std::to_string(lmethod) + ", central " + std::to_string(method));
+    if (lmethod != method)
+      fail(entry + ": local header method " + std::to_string(lmethod) + ", central " + std::to_string(method));
     for (std::uint64_t x = 0; x + 4 <= lextraLen;) {
       const std::byte* f = lname + lnameLen + x;
       const std::uint64_t id = le(f, 2), len = le(f + 2, 2);
@@ -326,8 +329,9 @@ void ZipReader::read() {
     const bool descriptor = (lflags & 8) != 0;  // sizes and CRC follow the data; the local ones may be 0
     const bool zeroes = lcrc == 0 && lcsize == 0 && lusize == 0;
     if (!(descriptor && zeroes) && (lcrc != crc || lcsize != csize || lusize != usize))
-      fail(entry + ": local header says " + std::to_string(lcsize) + " bytes (CRC " + hex(static_cast<std::uint32_t>(lcrc)) +
-           "), the central directory " + std::to_string(csize) + " bytes (CRC " + hex(static_cast<std::uint32_t>(crc)) + ")");
+      fail(entry + ": local header says " + std::to_string(lcsize) + " bytes (CRC " +
+           hex(static_cast<std::uint32_t>(lcrc)) + "), the central directory " + std::to_string(csize) +
+           " bytes (CRC " + hex(static_cast<std::uint32_t>(crc)) + ")");
     e.header = local;
     e.data = local + 30 + lnameLen + lextraLen;
     e.size = csize;
@@ -358,11 +362,16 @@ struct StorageKind {
   const char* what;  // for messages
 };
 constexpr StorageKind kStorages[] = {
-    {"torch.FloatStorage", "F32", 4, true, "float32"},       {"torch.HalfStorage", "F16", 2, true, "float16"},
-    {"torch.BFloat16Storage", "BF16", 2, true, "bfloat16"},   {"torch.DoubleStorage", "F64", 8, true, "float64"},
-    {"torch.LongStorage", "I64", 8, false, "int64"},          {"torch.IntStorage", "I32", 4, false, "int32"},
-    {"torch.ShortStorage", "I16", 2, false, "int16"},         {"torch.CharStorage", "I8", 1, false, "int8"},
-    {"torch.ByteStorage", "U8", 1, false, "uint8"},           {"torch.BoolStorage", "BOOL", 1, false, "bool"},
+    {"torch.FloatStorage", "F32", 4, true, "float32"},
+    {"torch.HalfStorage", "F16", 2, true, "float16"},
+    {"torch.BFloat16Storage", "BF16", 2, true, "bfloat16"},
+    {"torch.DoubleStorage", "F64", 8, true, "float64"},
+    {"torch.LongStorage", "I64", 8, false, "int64"},
+    {"torch.IntStorage", "I32", 4, false, "int32"},
+    {"torch.ShortStorage", "I16", 2, false, "int16"},
+    {"torch.CharStorage", "I8", 1, false, "int8"},
+    {"torch.ByteStorage", "U8", 1, false, "uint8"},
+    {"torch.BoolStorage", "BOOL", 1, false, "bool"},
     {"torch.ComplexFloatStorage", "C64", 8, false, "complex64"},
     {"torch.ComplexDoubleStorage", "C128", 16, false, "complex128"},
 };
@@ -388,7 +397,8 @@ const pickle::Policy& torchPolicyBase() {
         {"torch._utils._rebuild_tensor_v2", R::Call},
         {"torch._utils._rebuild_parameter", R::Call},
         {"torch._utils._rebuild_parameter_with_state", R::Call},
-        {"torch.nn.parameter.Parameter", R::Call},  // torch 0.4's Parameter.__reduce_ex__: (Parameter, (data, requires_grad))
+        {"torch.nn.parameter.Parameter",
+         R::Call},  // torch 0.4's Parameter.__reduce_ex__: (Parameter, (data, requires_grad))
         {"mem_transformer.*", R::Class},
         {"proj_adaptive_softmax.*", R::Class},
         {"utils.proj_adaptive_softmax.*", R::Class},
@@ -491,8 +501,7 @@ pickle::Policy Reader::policy(bool legacy) {
 }
 
 std::int64_t Reader::intOf(const Value* v, const std::string& where, const char* what) const {
-  if (v->kind != Kind::Int || v->big)
-    fail(where + ": " + what + ": expected an integer, got " + pickle::describe(v));
+  if (v->kind != Kind::Int || v->big) fail(where + ": " + what + ": expected an integer, got " + pickle::describe(v));
   return v->i;
 }
 
@@ -526,11 +535,13 @@ Value* Reader::persistent(Value* pidValue, std::size_t offset, bool legacy) {
   if (key->kind != Kind::String || key->s.empty() || key->s.size() > 256 || key->s.find('/') != std::string::npos ||
       key->s.find('\0') != std::string::npos)
     fail(where + ": expected a storage key (a short string without \"/\"), got " + pickle::describe(key));
-  if (pid->items[3]->kind != Kind::String) fail(where + ": expected a location string, got " + pickle::describe(pid->items[3]));
+  if (pid->items[3]->kind != Kind::String)
+    fail(where + ": expected a location string, got " + pickle::describe(pid->items[3]));
   const std::int64_t n = intOf(numel, where, "element count");
   if (n < 0) fail(where + ": storage " + inQuotes(key->s) + ": negative element count " + std::to_string(n));
   if (legacy && pid->items[5]->kind != Kind::None)
-    fail(where + ": storage " + inQuotes(key->s) + " is a view of another storage (a pre-1.0 form), which is not supported");
+    fail(where + ": storage " + inQuotes(key->s) +
+         " is a view of another storage (a pre-1.0 form), which is not supported");
   auto [it, fresh] = storages_.try_emplace(key->s);
   Storage& s = it->second;
   if (fresh) {
@@ -551,7 +562,8 @@ View Reader::viewOf(const Value* v, const std::string& name, int depth) {
   const Value* args = v->args;
   if (v->cls == "torch._utils._rebuild_parameter" || v->cls == "torch._utils._rebuild_parameter_with_state" ||
       v->cls == "torch.nn.parameter.Parameter") {
-    if (depth > 0 || args->items.empty()) fail(where + ": expected a parameter holding a tensor, got " + pickle::describe(v));
+    if (depth > 0 || args->items.empty())
+      fail(where + ": expected a parameter holding a tensor, got " + pickle::describe(v));
     View view = viewOf(args->items[0], name, depth + 1);
     view.identity = v;
     return view;
@@ -601,12 +613,15 @@ std::optional<json> plainJson(const Value* v, int depth, std::size_t& budget) {
   if (budget == 0) return std::nullopt;
   --budget;
   switch (v->kind) {
-    case Kind::None: return json(nullptr);
-    case Kind::Bool: return json(v->b);
+    case Kind::None:
+      return json(nullptr);
+    case Kind::Bool:
+      return json(v->b);
     case Kind::Int:
       if (v->big) return std::nullopt;
       return json(v->i);
-    case Kind::Float: return json(v->f);
+    case Kind::Float:
+      return json(v->f);
     case Kind::String: {
       // Only valid UTF-8 becomes a JSON string.
       json j = v->s;
@@ -628,7 +643,8 @@ std::optional<json> plainJson(const Value* v, int depth, std::size_t& budget) {
       }
       return a;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -662,7 +678,8 @@ void Reader::walkModule(const Value* module, const std::string& path, std::size_
   for (const char* member : {"_parameters", "_buffers"}) {
     const Value* d = state->get(member);
     if (!d) continue;
-    if (d->kind != Kind::Dict) fail(pickleName_ + ": " + label + ": " + member + " is " + pickle::describe(d) + ", expected a dict");
+    if (d->kind != Kind::Dict)
+      fail(pickleName_ + ": " + label + ": " + member + " is " + pickle::describe(d) + ", expected a dict");
     for (const auto& [k, v] : d->entries) {
       if (k->kind != Kind::String) fail(pickleName_ + ": " + label + ": " + member + " key " + pickle::describe(k));
       if (v->kind == Kind::None) continue;
@@ -671,12 +688,14 @@ void Reader::walkModule(const Value* module, const std::string& path, std::size_
     }
   }
   if (const Value* d = state->get("_modules")) {
-    if (d->kind != Kind::Dict) fail(pickleName_ + ": " + label + ": _modules is " + pickle::describe(d) + ", expected a dict");
+    if (d->kind != Kind::Dict)
+      fail(pickleName_ + ": " + label + ": _modules is " + pickle::describe(d) + ", expected a dict");
     for (const auto& [k, v] : d->entries) {
       if (k->kind != Kind::String) fail(pickleName_ + ": " + label + ": _modules key " + pickle::describe(k));
       if (v->kind == Kind::None) continue;
       if (v->kind != Kind::Object || v->reduced)
-        fail(pickleName_ + ": module " + inQuotes(prefix + k->s) + ": expected a module object, got " + pickle::describe(v));
+        fail(pickleName_ + ": module " + inQuotes(prefix + k->s) + ": expected a module object, got " +
+             pickle::describe(v));
       walkModule(v, prefix + k->s, depth + 1, onPath);
     }
   }
@@ -690,7 +709,8 @@ void Reader::readZip() {
   for (const ZipEntry& e : zip_->entries()) {
     const std::size_t slash = e.name.find('/');
     if (slash == std::string::npos || slash == 0 || e.name.substr(slash) != "/data.pkl") continue;
-    if (pkl) fail("zip entries " + inQuotes(pkl->name) + " and " + inQuotes(e.name) + ": two top folders hold data.pkl");
+    if (pkl)
+      fail("zip entries " + inQuotes(pkl->name) + " and " + inQuotes(e.name) + ": two top folders hold data.pkl");
     pkl = &e;
   }
   if (!pkl) fail("no zip entry <folder>/data.pkl (expected an archive written by torch.save)");
@@ -698,7 +718,8 @@ void Reader::readZip() {
   if (const ZipEntry* order = zip_->find(top_ + "/byteorder")) {
     auto d = zip_->data(*order);
     std::string s(reinterpret_cast<const char*>(d.data()), std::min<std::size_t>(d.size(), 16));
-    if (s != "little") fail("zip entry " + inQuotes(order->name) + ": byte order " + inQuotes(s) + "; expected \"little\"");
+    if (s != "little")
+      fail("zip entry " + inQuotes(order->name) + ": byte order " + inQuotes(s) + "; expected \"little\"");
   }
   pickleName_ = pkl->name;
   object_ = pickle::parse(zip_->data(*pkl), img_.name + ": " + pkl->name, policy(false));
@@ -725,7 +746,8 @@ void Reader::readLegacy() {
   static const unsigned char kMagic[] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
   if (magic.root->kind != Kind::Int || !magic.root->big || magic.root->s.size() != sizeof kMagic ||
       std::memcmp(magic.root->s.data(), kMagic, sizeof kMagic) != 0)
-    fail("magic number: expected 0x1950a86a20f9469cfc6c (a legacy torch.save file), got " + pickle::describe(magic.root));
+    fail("magic number: expected 0x1950a86a20f9469cfc6c (a legacy torch.save file), got " +
+         pickle::describe(magic.root));
   pickle::Pickle protocol = next(none, "protocol version");
   if (protocol.root->kind != Kind::Int || protocol.root->big || protocol.root->i != 1001)
     fail("protocol version: expected 1001, got " + pickle::describe(protocol.root));
@@ -752,13 +774,13 @@ void Reader::readLegacy() {
     const std::uint64_t count = le(img_.bytes.data() + at, 8);
     at += 8;
     if (count != s.numel)
-      fail(s.where + ": holds " + std::to_string(count) + " elements; its persistent id says " + std::to_string(s.numel));
+      fail(s.where + ": holds " + std::to_string(count) + " elements; its persistent id says " +
+           std::to_string(s.numel));
     const std::uint64_t left = img_.bytes.size() - at;
     if (count > left / s.kind->size)
       fail(s.where + ": " + std::to_string(count) + " " + s.kind->dtype + " elements need " +
-           (count > std::numeric_limits<std::uint64_t>::max() / s.kind->size
-                ? std::string("more than 2^64")
-                : std::to_string(count * s.kind->size)) +
+           (count > std::numeric_limits<std::uint64_t>::max() / s.kind->size ? std::string("more than 2^64")
+                                                                             : std::to_string(count * s.kind->size)) +
            " bytes, " + std::to_string(left) + " are left in the file");
     s.data = img_.bytes.subspan(at, static_cast<std::size_t>(count * s.kind->size));
     s.present = true;
@@ -832,7 +854,8 @@ void Reader::materialize() {
   std::map<std::tuple<const Storage*, std::uint64_t, ir::Shape, std::vector<std::uint64_t>>, std::size_t> seen;
   std::set<std::string> names;
   std::uint64_t total = 0;
-  const std::uint64_t budget = std::min<std::uint64_t>(kHardCapBytes, 2 * std::uint64_t{img_.bytes.size()} + (1u << 20));
+  const std::uint64_t budget =
+      std::min<std::uint64_t>(kHardCapBytes, 2 * std::uint64_t{img_.bytes.size()} + (1u << 20));
   for (std::size_t k = 0; k < views_.size(); ++k) {
     const View& v = views_[k];
     const Storage& s = *v.storage;
@@ -860,9 +883,9 @@ void Reader::materialize() {
       if (overflow || last >= s.numel) {
         std::string strides = "[";
         for (std::size_t d = 0; d < v.strides.size(); ++d) strides += (d ? "," : "") + std::to_string(v.strides[d]);
-        fail(where + ": offset " + std::to_string(v.offset) + ", size " + ir::shapeStr(v.sizes) + ", stride " + strides +
-             "] reach element " + (overflow ? std::string("past 2^64") : std::to_string(last)) + " of storage " +
-             inQuotes(s.key) + "'s " + std::to_string(s.numel) + " elements");
+        fail(where + ": offset " + std::to_string(v.offset) + ", size " + ir::shapeStr(v.sizes) + ", stride " +
+             strides + "] reach element " + (overflow ? std::string("past 2^64") : std::to_string(last)) +
+             " of storage " + inQuotes(s.key) + "'s " + std::to_string(s.numel) + " elements");
       }
       if (!s.present) fail(where + ": storage " + inQuotes(s.key) + ": no " + s.where + " in the file");
       const std::uint64_t need = s.numel * s.kind->size;  // numel <= file size / element size: no overflow
@@ -870,7 +893,7 @@ void Reader::materialize() {
         fail(where + ": storage " + inQuotes(s.key) + " (" + s.where + ") has " + std::to_string(s.data.size()) +
              " bytes; its " + std::to_string(s.numel) + " " + s.kind->dtype + " elements need " +
              (s.numel > std::numeric_limits<std::uint64_t>::max() / s.kind->size ? std::string("more than 2^64")
-                                                                                   : std::to_string(need)));
+                                                                                 : std::to_string(need)));
     }
     auto [it, fresh] = seen.try_emplace({v.storage, v.offset, v.sizes, v.strides}, k);
     if (!fresh && numel > 0) {
@@ -980,8 +1003,8 @@ std::vector<std::string> vocabularyFrom(const Image& img) {
   const auto& b = img.bytes;
   pickle::Pickle object;
   std::string where = img.name;
-  static const unsigned char kLegacyStart[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
-                                               0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  static const unsigned char kLegacyStart[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                               0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
   if (b.size() >= sizeof kLegacyStart && std::memcmp(b.data(), kLegacyStart, sizeof kLegacyStart) == 0) {
     // The hub's torch.save'd Vocab.__dict__: the legacy container with no storages.
     std::size_t at = 0;
@@ -1002,7 +1025,8 @@ std::vector<std::string> vocabularyFrom(const Image& img) {
     throw Error(img.name + ": expected a tokenizer's __dict__ (a dict with idx2sym), got " + pickle::describe(root));
   const Value* idx2sym = root->get("idx2sym");
   if (!idx2sym) throw Error(img.name + ": no \"idx2sym\" member (expected a TransfoXLTokenizer's or Vocab's __dict__)");
-  if (idx2sym->kind != Kind::List) throw Error(img.name + ": idx2sym: expected a list, got " + pickle::describe(idx2sym));
+  if (idx2sym->kind != Kind::List)
+    throw Error(img.name + ": idx2sym: expected a list, got " + pickle::describe(idx2sym));
   if (idx2sym->items.empty()) throw Error(img.name + ": idx2sym: expected at least one symbol, got an empty list");
   std::vector<std::string> symbols;
   std::unordered_map<std::string, std::size_t> ids;
@@ -1019,7 +1043,8 @@ std::vector<std::string> vocabularyFrom(const Image& img) {
     symbols.push_back(s->s);
   }
   if (const Value* sym2idx = root->get("sym2idx")) {
-    if (sym2idx->kind != Kind::Dict) throw Error(img.name + ": sym2idx: expected a dict, got " + pickle::describe(sym2idx));
+    if (sym2idx->kind != Kind::Dict)
+      throw Error(img.name + ": sym2idx: expected a dict, got " + pickle::describe(sym2idx));
     for (const auto& [k, v] : sym2idx->entries) {
       auto it = k->kind == Kind::String ? ids.find(k->s) : ids.end();
       if (it == ids.end() || v->kind != Kind::Int || v->big || v->i != static_cast<std::int64_t>(it->second))
@@ -1046,16 +1071,17 @@ class Attributes {
                   " from (expected a MemTransformerLM)");
     auto a = it->second.find(attr);
     if (a == it->second.end())
-      throw Error(c_.path + ": " + label + " (" + oneLine(c_.moduleClasses.count(module) ? c_.moduleClasses.at(module) : "") +
-                  "): missing attribute " + inQuotes(attr) + " (expected a MemTransformerLM)");
+      throw Error(c_.path + ": " + label + " (" +
+                  oneLine(c_.moduleClasses.count(module) ? c_.moduleClasses.at(module) : "") + "): missing attribute " +
+                  inQuotes(attr) + " (expected a MemTransformerLM)");
     return *a;
   }
   bool has(const std::string& module) const { return c_.moduleAttributes.contains(module); }
   std::int64_t integer(const std::string& module, const std::string& attr) const {
     const json& j = get(module, attr);
     if (!j.is_number_integer())
-      throw Error(c_.path + ": module " + inQuotes(module) + ": attribute " + inQuotes(attr) + ": expected an integer, got " +
-                  j.dump());
+      throw Error(c_.path + ": module " + inQuotes(module) + ": attribute " + inQuotes(attr) +
+                  ": expected an integer, got " + j.dump());
     return j.get<std::int64_t>();
   }
 
@@ -1089,7 +1115,8 @@ std::vector<std::string> readVocabularyPickle(std::span<const std::byte> bytes, 
 
 json authorsModelSpec(const TorchCheckpoint& ckpt) {
   if (ckpt.moduleClass.empty())
-    throw Error(ckpt.path + ": a state dict, not a whole pickled MemTransformerLM: its hyperparameters are not in it "
+    throw Error(ckpt.path +
+                ": a state dict, not a whole pickled MemTransformerLM: its hyperparameters are not in it "
                 "(give a spec)");
   Attributes a(ckpt);
   json spec = json::object();
@@ -1097,7 +1124,8 @@ json authorsModelSpec(const TorchCheckpoint& ckpt) {
                           "ext_len", "attn_type", "clamp_len", "sample_softmax"})
     spec[key] = a.integer("", key);
   const json& sameLength = a.get("", "same_length");
-  if (!sameLength.is_boolean()) throw Error(ckpt.path + ": the root module: attribute \"same_length\": expected a bool");
+  if (!sameLength.is_boolean())
+    throw Error(ckpt.path + ": the root module: attribute \"same_length\": expected a bool");
   spec["same_length"] = sameLength;
   spec["div_val"] = a.integer("word_emb", "div_val");
   // AdaptiveEmbedding keeps cutoffs + [n_token].
@@ -1114,10 +1142,12 @@ json authorsModelSpec(const TorchCheckpoint& ckpt) {
   spec["d_inner"] = a.integer("layers.0.pos_ff", "d_inner");
   const json& pre = a.get("layers.0.pos_ff", "pre_lnorm");
   if (!pre.is_boolean() && !pre.is_null())
-    throw Error(ckpt.path + ": module \"layers.0.pos_ff\": attribute \"pre_lnorm\": expected a bool, got " + pre.dump());
+    throw Error(ckpt.path + ": module \"layers.0.pos_ff\": attribute \"pre_lnorm\": expected a bool, got " +
+                pre.dump());
   spec["pre_lnorm"] = pre.is_boolean() && pre.get<bool>();
   const json& eps = a.get("layers.0.pos_ff.layer_norm", "eps");
-  if (!eps.is_number()) throw Error(ckpt.path + ": module \"layers.0.pos_ff.layer_norm\": attribute \"eps\": expected a number");
+  if (!eps.is_number())
+    throw Error(ckpt.path + ": module \"layers.0.pos_ff.layer_norm\": attribute \"eps\": expected a number");
   spec["layer_norm_epsilon"] = eps;
   if (a.has("drop")) spec["dropout"] = a.get("drop", "p");
   if (a.has("layers.0.dec_attn.dropatt")) spec["dropatt"] = a.get("layers.0.dec_attn.dropatt", "p");

@@ -109,7 +109,8 @@ Vocabulary Vocabulary::fromJson(const nlohmann::json& j, const std::string& sour
   else throw Error(source + ": /type: expected \"char\" or \"word\", got " + type->dump());
   auto syms = j.find("symbols");
   if (syms == j.end() || !syms->is_array())
-    throw Error(source + ": /symbols: expected an array of strings, got " + (syms == j.end() ? "nothing" : syms->dump()));
+    throw Error(source + ": /symbols: expected an array of strings, got " +
+                (syms == j.end() ? "nothing" : syms->dump()));
   std::vector<std::string> symbols;
   for (std::size_t i = 0; i < syms->size(); ++i) {
     const auto& s = (*syms)[i];
@@ -132,8 +133,8 @@ Vocabulary Vocabulary::fromSymbols(VocabKind kind, std::vector<std::string> symb
       std::uint32_t cp = 0;
       std::size_t len = s.empty() ? 0 : decodeUtf8(s, 0, cp);
       if (len == 0 || len != s.size())
-        throw Error(where + ": expected one UTF-8 character, got " + nlohmann::json(s).dump(-1, ' ', false,
-                                                                                             nlohmann::json::error_handler_t::replace));
+        throw Error(where + ": expected one UTF-8 character, got " +
+                    nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       if (!v.chars_.emplace(cp, std::int64_t(i)).second)
         throw Error(where + ": " + showChar(s, cp) + " is also symbol " + std::to_string(v.chars_.at(cp)));
     } else {
@@ -178,14 +179,14 @@ std::vector<std::int64_t> Vocabulary::encode(std::string_view text, const std::s
       if (len == 0) {
         char buf[8];
         std::snprintf(buf, sizeof buf, "0x%02X", unsigned(static_cast<unsigned char>(text[pos])));
-        throw Error(source + ": line " + std::to_string(line) + " column " + std::to_string(column) +
-                    " (byte " + std::to_string(pos) + "): expected UTF-8 text, got the invalid byte " + buf);
+        throw Error(source + ": line " + std::to_string(line) + " column " + std::to_string(column) + " (byte " +
+                    std::to_string(pos) + "): expected UTF-8 text, got the invalid byte " + buf);
       }
       auto it = chars_.find(cp);
       if (it == chars_.end())
-        throw Error(source + ": line " + std::to_string(line) + " column " + std::to_string(column) +
-                    ": character " + showChar(text.substr(pos, len), cp) + " is not in the vocabulary (" + source_ +
-                    ", " + std::to_string(size()) + " symbols)");
+        throw Error(source + ": line " + std::to_string(line) + " column " + std::to_string(column) + ": character " +
+                    showChar(text.substr(pos, len), cp) + " is not in the vocabulary (" + source_ + ", " +
+                    std::to_string(size()) + " symbols)");
       ids.push_back(it->second);
       pos += len;
       if (cp == '\n') ++line, column = 1;

@@ -73,7 +73,7 @@ class Vocabulary {
   VocabKind kind_ = VocabKind::Char;
   std::string source_;
   std::vector<std::string> symbols_;
-  std::unordered_map<std::string, std::int64_t> index_;  // word level
+  std::unordered_map<std::string, std::int64_t> index_;    // word level
   std::unordered_map<std::uint32_t, std::int64_t> chars_;  // character level: code point -> id
   std::int64_t eos_ = -1, unk_ = -1;
 };

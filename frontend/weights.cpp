@@ -51,8 +51,8 @@ std::optional<std::pair<std::int64_t, std::string>> perLayerBias(const std::stri
 
 // Where a canonical tensor comes from in the file.
 struct Source {
-  std::string fileName;                         // the name as stored (single tensor)
-  std::map<std::int64_t, std::string> layers;   // per-layer Hugging Face biases
+  std::string fileName;                        // the name as stored (single tensor)
+  std::map<std::int64_t, std::string> layers;  // per-layer Hugging Face biases
 };
 
 class Binder {
@@ -100,9 +100,11 @@ class Binder {
         continue;
       }
       Source& s = sources_[name];
-      if (!s.fileName.empty()) fail("tensors " + inQuotes(s.fileName) + " and " + inQuotes(stored) + " both give " + inQuotes(name));
+      if (!s.fileName.empty())
+        fail("tensors " + inQuotes(s.fileName) + " and " + inQuotes(stored) + " both give " + inQuotes(name));
       if (!s.layers.empty())
-        fail("tensors " + inQuotes(s.layers.begin()->second) + " and " + inQuotes(stored) + " both give " + inQuotes(name));
+        fail("tensors " + inQuotes(s.layers.begin()->second) + " and " + inQuotes(stored) + " both give " +
+             inQuotes(name));
       s.fileName = stored;
     }
   }
@@ -260,7 +262,8 @@ std::vector<WeightSlot> weightSlots(const ModelSpec& s) {
 
   for (std::int64_t i = 0; i < tables; ++i) {
     const std::string p = "crit.out_layers." + std::to_string(i) + ".";
-    add(p + "weight", {rows(i), embedDim(i)}, s.tie_weight ? "word_emb.emb_layers." + std::to_string(i) + ".weight" : "");
+    add(p + "weight", {rows(i), embedDim(i)},
+        s.tie_weight ? "word_emb.emb_layers." + std::to_string(i) + ".weight" : "");
     add(p + "bias", {rows(i)});
   }
   if (projected) {

@@ -44,7 +44,7 @@ namespace txl::frontend {
 using WeightMap = std::map<std::string, ir::Tensor>;
 
 struct WeightSlot {
-  std::string name;     // canonical (reference) name
+  std::string name;  // canonical (reference) name
   ir::Shape shape;
   std::string aliasOf;  // non-empty: tied, the same tensor as this earlier slot
 };

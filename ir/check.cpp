@@ -18,8 +18,8 @@ std::string oneLine(const std::string& s) {
 }
 
 void failCheck(const char* file, int line, const char* cond, const std::string& message) {
-  throw InternalError(std::string("internal error at ") + file + ":" + std::to_string(line) + ": " +
-                      cond + (message.empty() ? "" : " (" + message + ")"));
+  throw InternalError(std::string("internal error at ") + file + ":" + std::to_string(line) + ": " + cond +
+                      (message.empty() ? "" : " (" + message + ")"));
 }
 
 }  // namespace txl

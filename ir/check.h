@@ -31,7 +31,7 @@ std::string oneLine(const std::string& s);
 
 }  // namespace txl
 
-#define TXL_CHECK(cond, message)                                       \
-  do {                                                                  \
+#define TXL_CHECK(cond, message)                                         \
+  do {                                                                   \
     if (!(cond)) ::txl::failCheck(__FILE__, __LINE__, #cond, (message)); \
   } while (0)

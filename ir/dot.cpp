@@ -26,8 +26,9 @@ std::string toDot(const Graph& g) {
     int id = static_cast<int>(index.size());
     index[n] = id;
     const OpData& op = g.op(n);
-    std::string label = escape(numbering.name(n) == "%?" ? std::string(opInfo(op.kind).name)
-                                                         : numbering.name(n) + " = " + std::string(opInfo(op.kind).name));
+    std::string label =
+        escape(numbering.name(n) == "%?" ? std::string(opInfo(op.kind).name)
+                                         : numbering.name(n) + " = " + std::string(opInfo(op.kind).name));
     for (const auto& [key, value] : op.attrs.items()) label += "\\n" + escape(key + " = " + printAttrValue(value));
     if (op.type) label += "\\n" + escape(op.type->str());
     out += "  n" + std::to_string(id) + " [label=\"" + label + "\"];\n";

@@ -39,14 +39,17 @@ class Importer {
 
   AttrValue attr(const json& v, const std::string& at) const {
     switch (v.type()) {
-      case json::value_t::boolean: return v.get<bool>();
+      case json::value_t::boolean:
+        return v.get<bool>();
       case json::value_t::number_integer:
       case json::value_t::number_unsigned:
         if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
           fail(at, "integer out of range");
         return v.get<std::int64_t>();
-      case json::value_t::number_float: return v.get<double>();
-      case json::value_t::string: return v.get<std::string>();
+      case json::value_t::number_float:
+        return v.get<double>();
+      case json::value_t::string:
+        return v.get<std::string>();
       case json::value_t::array: {
         std::vector<std::int64_t> list;
         for (std::size_t i = 0; i < v.size(); ++i) {
@@ -64,7 +67,8 @@ class Importer {
         }
         fail(at, "expected {\"float\": \"inf\" | \"-inf\" | \"nan\"}");
       }
-      default: fail(at, "expected a bool, number, string or integer list");
+      default:
+        fail(at, "expected a bool, number, string or integer list");
     }
   }
 
@@ -81,7 +85,8 @@ class Importer {
       if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
         fail(at + "/shape/" + std::to_string(i), "expected a non-negative integer");
       std::int64_t dim = d.get<std::int64_t>();
-      if (dim != 0 && n > std::numeric_limits<std::int64_t>::max() / 16 / dim) fail(at + "/shape", "tensor type too large");
+      if (dim != 0 && n > std::numeric_limits<std::int64_t>::max() / 16 / dim)
+        fail(at + "/shape", "tensor type too large");
       n *= dim;
       shape.push_back(dim);
     }

@@ -34,9 +34,7 @@ const T& getAs(const std::map<std::string, AttrValue>& map, const std::string& k
 }
 }  // namespace
 
-std::int64_t Attrs::getInt(const std::string& key) const {
-  return getAs<std::int64_t>(map_, key, "an integer");
-}
+std::int64_t Attrs::getInt(const std::string& key) const { return getAs<std::int64_t>(map_, key, "an integer"); }
 std::int64_t Attrs::getInt(const std::string& key, std::int64_t fallback) const {
   return has(key) ? getInt(key) : fallback;
 }
@@ -46,15 +44,11 @@ double Attrs::getFloat(const std::string& key) const {
   if (auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
   return getAs<double>(map_, key, "a float");
 }
-double Attrs::getFloat(const std::string& key, double fallback) const {
-  return has(key) ? getFloat(key) : fallback;
-}
+double Attrs::getFloat(const std::string& key, double fallback) const { return has(key) ? getFloat(key) : fallback; }
 bool Attrs::getBool(const std::string& key, bool fallback) const {
   return has(key) ? getAs<bool>(map_, key, "a bool") : fallback;
 }
-const std::string& Attrs::getString(const std::string& key) const {
-  return getAs<std::string>(map_, key, "a string");
-}
+const std::string& Attrs::getString(const std::string& key) const { return getAs<std::string>(map_, key, "a string"); }
 const std::vector<std::int64_t>& Attrs::getInts(const std::string& key) const {
   return getAs<std::vector<std::int64_t>>(map_, key, "an integer list");
 }

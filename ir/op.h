@@ -58,7 +58,7 @@ class Attrs {
   // attributes, so a mismatch here is an internal error.
   std::int64_t getInt(const std::string& key) const;
   std::int64_t getInt(const std::string& key, std::int64_t fallback) const;
-  double getFloat(const std::string& key) const;           // accepts an int too
+  double getFloat(const std::string& key) const;  // accepts an int too
   double getFloat(const std::string& key, double fallback) const;
   bool getBool(const std::string& key, bool fallback = false) const;
   const std::string& getString(const std::string& key) const;

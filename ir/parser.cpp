@@ -134,7 +134,8 @@ class Parser {
       ++pos_;
       std::vector<std::int64_t> list;
       if (!accept(']')) {
-        do list.push_back(integer("an integer")); while (accept(','));
+        do list.push_back(integer("an integer"));
+        while (accept(','));
         expect(']');
       }
       return list;
@@ -153,8 +154,8 @@ class Parser {
       pos_ += 4;
       return -std::numeric_limits<double>::infinity();
     }
-    while (!atEnd() && (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '.' || peek() == '-' ||
-                        peek() == '+'))
+    while (!atEnd() &&
+           (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '.' || peek() == '-' || peek() == '+'))
       ++pos_;
     std::string_view token = text_.substr(start, pos_ - start);
     if (token.empty()) error("expected an attribute value");

@@ -58,8 +58,12 @@ struct PassContext {
   ConstantEvaluator* constants = nullptr;
   std::vector<Remark> remarks;
 
-  void applied(std::string_view pass, std::string message) { remarks.push_back({std::string(pass), true, std::move(message)}); }
-  void skipped(std::string_view pass, std::string message) { remarks.push_back({std::string(pass), false, std::move(message)}); }
+  void applied(std::string_view pass, std::string message) {
+    remarks.push_back({std::string(pass), true, std::move(message)});
+  }
+  void skipped(std::string_view pass, std::string message) {
+    remarks.push_back({std::string(pass), false, std::move(message)});
+  }
 };
 
 class Pass {

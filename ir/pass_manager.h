@@ -25,7 +25,7 @@ struct PassManagerOptions {
   bool printAfterAll = false;
   std::set<std::string> printAfter;  // pass names
   bool timePasses = false;
-  std::ostream* log = nullptr;       // where IR dumps and timings go (tools pass std::cerr)
+  std::ostream* log = nullptr;  // where IR dumps and timings go (tools pass std::cerr)
 };
 
 struct PassTiming {

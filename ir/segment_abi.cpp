@@ -22,10 +22,17 @@ std::vector<MemorySlot> memorySlots(const Graph& g) {
   for (Node n : g.nodes()) {
     const OpData& op = g.op(n);
     switch (op.kind) {
-      case OpKind::MemRead: note(op.attrs.getInt("slot"), *op.type, false); break;
-      case OpKind::MemWrite: note(op.attrs.getInt("slot"), g.type(g.operand(n, 0)), false); break;
-      case OpKind::MemWindow: note(op.attrs.getInt("slot"), *op.type, true); break;
-      default: break;
+      case OpKind::MemRead:
+        note(op.attrs.getInt("slot"), *op.type, false);
+        break;
+      case OpKind::MemWrite:
+        note(op.attrs.getInt("slot"), g.type(g.operand(n, 0)), false);
+        break;
+      case OpKind::MemWindow:
+        note(op.attrs.getInt("slot"), *op.type, true);
+        break;
+      default:
+        break;
     }
   }
   std::vector<MemorySlot> out;
@@ -77,8 +84,8 @@ std::optional<std::string> check(const Graph& g, const SegmentSignature& s) {
       case OpKind::MemWrite: {
         const TensorType& t = g.type(g.operand(n, 0));
         if (t.rank() < 1 || t.shape[0] != kept)
-          return "mem_write of slot " + std::to_string(op.attrs.getInt("slot")) + ": expected " +
-                 std::to_string(kept) + " rows (min(mem_len, mlen + qlen)), got " + t.str();
+          return "mem_write of slot " + std::to_string(op.attrs.getInt("slot")) + ": expected " + std::to_string(kept) +
+                 " rows (min(mem_len, mlen + qlen)), got " + t.str();
         break;
       }
       case OpKind::MemWindow:
@@ -87,7 +94,8 @@ std::optional<std::string> check(const Graph& g, const SegmentSignature& s) {
                  std::to_string(s.mlen) + " and keep " + std::to_string(kept) + ", got mlen " +
                  std::to_string(op.attrs.getInt("mlen")) + " and keep " + std::to_string(op.attrs.getInt("keep"));
         break;
-      default: break;
+      default:
+        break;
     }
   }
   for (const auto& [name, type] : inputs)

@@ -63,13 +63,13 @@ std::vector<MemorySlot> memorySlots(const Graph& g);
 struct SegmentSignature {
   std::int64_t batch = 1;
   std::int64_t qlen = 1;
-  std::int64_t mlen = 0;     // remembered positions the graph reads
-  std::int64_t memLen = 0;   // positions kept after the segment
+  std::int64_t mlen = 0;    // remembered positions the graph reads
+  std::int64_t memLen = 0;  // positions kept after the segment
   std::int64_t dModel = 0;
   std::int64_t nToken = 0;
-  bool logprob = true;       // outputs "logprob"
-  bool nll = true;           // takes "targets", outputs "nll"
-  bool padded = false;       // takes "pad_mask"
+  bool logprob = true;  // outputs "logprob"
+  bool nll = true;      // takes "targets", outputs "nll"
+  bool padded = false;  // takes "pad_mask"
   // The slots, when the model declares them (checked as a set at mlen > 0;
   // a graph at mlen 0 reads none and may leave out what it would only read).
   std::optional<std::vector<MemorySlot>> memory;

@@ -42,8 +42,8 @@ std::string needAttr(const Attrs& attrs, const std::string& key, std::size_t ind
 }
 constexpr std::size_t kBool = 0, kInt = 1, kFloat = 2, kString = 3, kInts = 4;
 
-#define TXL_NEED(key, index)                                 \
-  do {                                                       \
+#define TXL_NEED(key, index)                                              \
+  do {                                                                    \
     if (auto e = needAttr(attrs, key, index); !e.empty()) return fail(e); \
   } while (0)
 
@@ -95,9 +95,11 @@ Inferred matmul(const std::vector<TensorType>& ops, const Attrs& attrs) {
 Inferred linear(const std::vector<TensorType>& ops) {
   const auto& x = ops[0];
   const auto& w = ops[1];
-  if (x.rank() < 1 || w.rank() != 2) return fail("expected x [..., in] and w [out, in], got " + x.str() + ", " + w.str());
+  if (x.rank() < 1 || w.rank() != 2)
+    return fail("expected x [..., in] and w [out, in], got " + x.str() + ", " + w.str());
   if (x.shape.back() != w.shape[1])
-    return fail("input features " + std::to_string(x.shape.back()) + " != weight columns " + std::to_string(w.shape[1]));
+    return fail("input features " + std::to_string(x.shape.back()) + " != weight columns " +
+                std::to_string(w.shape[1]));
   if (ops.size() == 3 && (ops[2].rank() != 1 || ops[2].shape[0] != w.shape[0]))
     return fail("bias must be [" + std::to_string(w.shape[0]) + "], got " + ops[2].str());
   Shape out = x.shape;
@@ -190,8 +192,8 @@ Inferred layerNorm(const std::vector<TensorType>& ops, const Attrs& attrs) {
   if (x.rank() < 1) return fail("x must have rank >= 1");
   for (int i = 1; i <= 2; ++i)
     if (ops[i].rank() != 1 || ops[i].shape[0] != x.shape.back())
-      return fail(std::string(i == 1 ? "gamma" : "beta") + " must be [" + std::to_string(x.shape.back()) +
-                  "], got " + ops[i].str());
+      return fail(std::string(i == 1 ? "gamma" : "beta") + " must be [" + std::to_string(x.shape.back()) + "], got " +
+                  ops[i].str());
   return floatUnary(x);
 }
 
@@ -240,7 +242,8 @@ Inferred relAttention(const std::vector<TensorType>& ops, const Attrs& attrs) {
   if (ops[3] != keys) return fail("v " + ops[3].str() + " must match k " + keys.str());
   if (ops[4].shape != Shape{h, d, k}) return fail("rt must be f32" + shapeStr({h, d, k}) + ", got " + ops[4].str());
   if (ops[5].shape != Shape{q, k}) return fail("mask must be f32" + shapeStr({q, k}) + ", got " + ops[5].str());
-  if (ops.size() == 7 && ops[6].shape != Shape{k}) return fail("pad must be f32" + shapeStr({k}) + ", got " + ops[6].str());
+  if (ops.size() == 7 && ops[6].shape != Shape{k})
+    return fail("pad must be f32" + shapeStr({k}) + ", got " + ops[6].str());
   return ok(qu);
 }
 
@@ -275,12 +278,13 @@ Inferred logprobPick(const std::vector<TensorType>& ops, const Attrs& attrs) {
 
 Inferred fusedLinear(const std::vector<TensorType>& ops, const Attrs& attrs) {
   for (const char* key : {"bias", "relu", "residual"})
-    if (attrs.has(key) && attrs.items().at(key).index() != kBool) return fail(std::string("attribute '") + key + "' must be a bool");
+    if (attrs.has(key) && attrs.items().at(key).index() != kBool)
+      return fail(std::string("attribute '") + key + "' must be a bool");
   const bool bias = attrs.getBool("bias"), residual = attrs.getBool("residual");
   if (ops.size() != 2 + std::size_t(bias) + std::size_t(residual))
-    return fail("expected " + std::to_string(2 + int(bias) + int(residual)) + " operands for bias = " +
-                (bias ? "true" : "false") + ", residual = " + (residual ? "true" : "false") + ", got " +
-                std::to_string(ops.size()));
+    return fail("expected " + std::to_string(2 + int(bias) + int(residual)) +
+                " operands for bias = " + (bias ? "true" : "false") + ", residual = " + (residual ? "true" : "false") +
+                ", got " + std::to_string(ops.size()));
   Inferred y = linear(std::vector<TensorType>(ops.begin(), ops.begin() + 2 + bias));
   if (!y.ok()) return y;
   if (residual && ops.back() != *y.type) return fail("residual must be " + y.type->str() + ", got " + ops.back().str());
@@ -302,8 +306,8 @@ Inferred inferType(OpKind kind, const std::vector<TensorType>& ops, const Attrs&
   if (int(ops.size()) < info.minOperands || (info.maxOperands >= 0 && int(ops.size()) > info.maxOperands))
     return fail("takes " + std::to_string(info.minOperands) +
                 (info.maxOperands == info.minOperands ? ""
-                 : info.maxOperands < 0             ? " or more"
-                                                    : " to " + std::to_string(info.maxOperands)) +
+                 : info.maxOperands < 0               ? " or more"
+                                                      : " to " + std::to_string(info.maxOperands)) +
                 " operands, got " + std::to_string(ops.size()));
   switch (kind) {
     case OpKind::Input:

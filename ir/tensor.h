@@ -25,13 +25,13 @@ class Tensor {
   Tensor(TensorType type, void* data, std::shared_ptr<void> owner)
       : type_(std::move(type)), data_(data), owner_(std::move(owner)) {}
 
-  static Tensor zeros(TensorType type);                // owns a zero-filled buffer
+  static Tensor zeros(TensorType type);  // owns a zero-filled buffer
   // A read-only view of a memory-mapped file, kept mapped by `owner`: its
   // pages may be dropped from memory (dropResidentPages) and are read back
   // from the file when next touched. Writing to it is an error (the mapping
   // is read-only).
   static Tensor fileView(TensorType type, const void* data, std::shared_ptr<void> owner);
-  Tensor clone() const;                                // deep copy into an owned buffer
+  Tensor clone() const;  // deep copy into an owned buffer
 
   const TensorType& type() const { return type_; }
   DType dtype() const { return type_.dtype; }
@@ -48,10 +48,20 @@ class Tensor {
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
-  template <typename T> T* data() { return static_cast<T*>(data_); }
-  template <typename T> const T* data() const { return static_cast<const T*>(data_); }
-  template <typename T> std::span<T> span() { return {data<T>(), static_cast<std::size_t>(numel())}; }
-  template <typename T> std::span<const T> span() const {
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(data_);
+  }
+  template <typename T>
+  std::span<T> span() {
+    return {data<T>(), static_cast<std::size_t>(numel())};
+  }
+  template <typename T>
+  std::span<const T> span() const {
     return {data<T>(), static_cast<std::size_t>(numel())};
   }
 

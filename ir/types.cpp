@@ -5,9 +5,12 @@ namespace txl::ir {
 
 std::string_view dtypeName(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "f32";
-    case DType::BF16: return "bf16";
-    case DType::I64: return "i64";
+    case DType::F32:
+      return "f32";
+    case DType::BF16:
+      return "bf16";
+    case DType::I64:
+      return "i64";
   }
   return "?";
 }
@@ -21,9 +24,12 @@ std::optional<DType> parseDType(std::string_view name) {
 
 std::size_t dtypeSize(DType dtype) {
   switch (dtype) {
-    case DType::F32: return 4;
-    case DType::BF16: return 2;
-    case DType::I64: return 8;
+    case DType::F32:
+      return 4;
+    case DType::BF16:
+      return 2;
+    case DType::I64:
+      return 8;
   }
   return 0;
 }

@@ -32,15 +32,24 @@ std::optional<std::string> verify(const Graph& g) {
     };
     std::optional<std::string> dup;
     switch (op.kind) {
-      case OpKind::Input: dup = unique(inputs, op.attrs.getString("name"), "input name"); break;
-      case OpKind::Output: dup = unique(outputs, op.attrs.getString("name"), "output name"); break;
-      case OpKind::MemRead: dup = unique(memReads, op.attrs.getInt("slot"), "mem_read slot"); break;
-      case OpKind::MemWrite: dup = unique(memWrites, op.attrs.getInt("slot"), "mem_write slot"); break;
+      case OpKind::Input:
+        dup = unique(inputs, op.attrs.getString("name"), "input name");
+        break;
+      case OpKind::Output:
+        dup = unique(outputs, op.attrs.getString("name"), "output name");
+        break;
+      case OpKind::MemRead:
+        dup = unique(memReads, op.attrs.getInt("slot"), "mem_read slot");
+        break;
+      case OpKind::MemWrite:
+        dup = unique(memWrites, op.attrs.getInt("slot"), "mem_write slot");
+        break;
       case OpKind::MemWindow:
         dup = unique(memReads, op.attrs.getInt("slot"), "memory slot (mem_window)");
         if (!dup) dup = unique(memWrites, op.attrs.getInt("slot"), "memory slot (mem_window)");
         break;
-      default: break;
+      default:
+        break;
     }
     if (dup) return dup;
   }

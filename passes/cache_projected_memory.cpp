@@ -54,10 +54,12 @@ bool isSlice(const ir::Graph& g, Node n, std::int64_t ax, std::int64_t start, st
 
 bool isConstantWeight(const ir::Graph& g, Node n) {
   switch (g.kind(n)) {
-    case OpKind::Weight: return true;
+    case OpKind::Weight:
+      return true;
     case OpKind::Input:
     case OpKind::MemRead:
-    case OpKind::MemWindow: return false;
+    case OpKind::MemWindow:
+      return false;
     default:
       for (Node o : g.operands(n))
         if (!isConstantWeight(g, o)) return false;
@@ -186,9 +188,10 @@ class SlotRewrite {
       Node memory = g_.add(OpKind::MemRead, {}, {{"slot", slot_}}, memType);
       kv = g_.add(OpKind::Concat, {memory, cached}, {{"axis", std::int64_t(0)}});
     }
-    g_.add(OpKind::MemWrite, {g_.add(OpKind::Slice, {kv}, {{"axis", std::int64_t(0)}, {"start", keepStart},
-                                                           {"end", g_.type(kv).shape[0]}})},
-           {{"slot", slot_}});
+    g_.add(
+        OpKind::MemWrite,
+        {g_.add(OpKind::Slice, {kv}, {{"axis", std::int64_t(0)}, {"start", keepStart}, {"end", g_.type(kv).shape[0]}})},
+        {{"slot", slot_}});
     std::vector<Node> replaced;
     for (Node u : queryCols_)
       for (Node v : g_.users(u)) {
@@ -196,9 +199,10 @@ class SlotRewrite {
         replaced.push_back(v);
       }
     for (Node u : memoryCols_) {
-      g_.replaceAllUsesWith(u, g_.add(OpKind::Slice, {kv}, {{"axis", last},
-                                                            {"start", g_.op(u).attrs.getInt("start") - colLo_},
-                                                            {"end", g_.op(u).attrs.getInt("end") - colLo_}}));
+      g_.replaceAllUsesWith(u, g_.add(OpKind::Slice, {kv},
+                                      {{"axis", last},
+                                       {"start", g_.op(u).attrs.getInt("start") - colLo_},
+                                       {"end", g_.op(u).attrs.getInt("end") - colLo_}}));
       replaced.push_back(u);
     }
     for (Node r : hRows_) {

@@ -84,7 +84,12 @@ std::optional<QuerySource> querySource(const ir::Graph& g, Node qh) {
   }
   if (g.kind(n) != OpKind::Linear || g.numOperands(n) != 2 || !rw::isConstant(g, g.operand(n, 1))) return std::nullopt;
   const ir::TensorType& t = g.type(n);
-  QuerySource src{n, g.operand(n, 0), g.operand(n, 1), r0.value_or(0), r1.value_or(t.shape[0]), c0.value_or(0),
+  QuerySource src{n,
+                  g.operand(n, 0),
+                  g.operand(n, 1),
+                  r0.value_or(0),
+                  r1.value_or(t.shape[0]),
+                  c0.value_or(0),
                   c1.value_or(t.shape.back())};
   // The view from the sliced [rows, ..., cols] value to qh must only split its last axis.
   const ir::Shape& q = g.type(qh).shape;

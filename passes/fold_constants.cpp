@@ -44,10 +44,14 @@ namespace {
 // A weight, or a reshape / leading-axis slice of a view of a weight.
 bool isWeightView(const ir::Graph& g, Node n) {
   switch (g.kind(n)) {
-    case OpKind::Weight: return true;
-    case OpKind::Reshape: return isWeightView(g, g.operand(n, 0));
-    case OpKind::Slice: return g.op(n).attrs.getInt("axis") == 0 && isWeightView(g, g.operand(n, 0));
-    default: return false;
+    case OpKind::Weight:
+      return true;
+    case OpKind::Reshape:
+      return isWeightView(g, g.operand(n, 0));
+    case OpKind::Slice:
+      return g.op(n).attrs.getInt("axis") == 0 && isWeightView(g, g.operand(n, 0));
+    default:
+      return false;
   }
 }
 

@@ -43,7 +43,8 @@ const rw::Ints kRowMajor{2, 0, 1, 3};
 
 // x when n = permute(x, perm) is read only by its user; else nullopt.
 std::optional<Node> permuted(const ir::Graph& g, Node n, const rw::Ints& perm) {
-  if (g.kind(n) != OpKind::Permute || g.op(n).attrs.getInts("perm") != perm || !rw::singleUse(g, n)) return std::nullopt;
+  if (g.kind(n) != OpKind::Permute || g.op(n).attrs.getInts("perm") != perm || !rw::singleUse(g, n))
+    return std::nullopt;
   return g.operand(n, 0);
 }
 
@@ -84,7 +85,8 @@ std::optional<Site> match(const ir::Graph& g, Node rs) {
     if (g.type(pad).shape != ir::Shape{shape.back()}) return std::nullopt;
     auto softmax = onlyUser(g, *fill);
     if (!softmax || g.kind(*softmax) != OpKind::Softmax ||
-        ir::normalizeAxis(g.op(*softmax).attrs.getInt("axis"), std::int64_t(shape.size())) != std::int64_t(shape.size()) - 1)
+        ir::normalizeAxis(g.op(*softmax).attrs.getInt("axis"), std::int64_t(shape.size())) !=
+            std::int64_t(shape.size()) - 1)
       return std::nullopt;
     padding = pad;
     p = *softmax;

@@ -48,7 +48,12 @@ struct Fuser {
       Node p = g.operand(root, first), r = g.operand(root, 1 - first);
       if (!rw::singleUse(g, p) || g.type(r) != g.type(root)) continue;
       if (g.kind(p) == OpKind::Linear)
-        return g.add(OpKind::FusedLinear, [&] { auto o = g.operands(p); o.push_back(r); return o; }(),
+        return g.add(OpKind::FusedLinear,
+                     [&] {
+                       auto o = g.operands(p);
+                       o.push_back(r);
+                       return o;
+                     }(),
                      {{"bias", g.numOperands(p) == 3}, {"residual", true}});
       if (g.kind(p) == OpKind::FusedLinear && !g.op(p).attrs.getBool("residual")) {
         ir::Attrs attrs = g.op(p).attrs;

@@ -60,9 +60,7 @@ struct Piece {
 
 bool isF32(const ir::Graph& g, Node n) { return g.type(n).dtype == ir::DType::F32; }
 
-bool lastAxis(const ir::Graph& g, Node n) {
-  return rw::axisOf(g, n) == std::int64_t(g.type(n).rank()) - 1;
-}
+bool lastAxis(const ir::Graph& g, Node n) { return rw::axisOf(g, n) == std::int64_t(g.type(n).rank()) - 1; }
 
 // n = log_softmax(x) or slice(log_softmax(x)), both over the last axis; the
 // matched nodes go into `matched`.
@@ -129,8 +127,9 @@ ir::PassResult FuseNll::run(ir::Graph& g, ir::PassContext& ctx) {
       pieces.push_back(*piece);
     }
     if (pieces.size() != pieceNodes.size()) {
-      rewriter.skipped(where + ": a piece is not a log_softmax over the last axis (or a slice of one, plus "
-                               "one column of another)");
+      rewriter.skipped(where +
+                       ": a piece is not a log_softmax over the last axis (or a slice of one, plus "
+                       "one column of another)");
       return false;
     }
     // 3. Nothing outside the match reads what it matched.

@@ -73,15 +73,16 @@ ir::PassResult FuseRelShift::run(ir::Graph& g, ir::PassContext& ctx) {
     const std::string where = "score block " + g.type(y).str();
     if (g.kind(mask) != OpKind::AttnMask || g.op(mask).attrs.getInt("qlen") != q ||
         g.op(mask).attrs.getInt("mlen") != k - q) {
-      rewriter.skipped(where + ": the mask is not an attn_mask of this block's qlen and mlen, so the "
-                               "shift's leftovers might be visible");
+      rewriter.skipped(where +
+                       ": the mask is not an attn_mask of this block's qlen and mlen, so the "
+                       "shift's leftovers might be visible");
       return false;
     }
     // 4. The row softmax that only reads these scores.
     std::optional<Node> softmax;
-    if (const auto users = g.users(fill); users.size() == 1 && g.kind(users[0]) == OpKind::Softmax &&
-                                          ir::normalizeAxis(g.op(users[0]).attrs.getInt("axis"), std::int64_t(s.size())) ==
-                                              std::int64_t(s.size()) - 1)
+    if (const auto users = g.users(fill);
+        users.size() == 1 && g.kind(users[0]) == OpKind::Softmax &&
+        ir::normalizeAxis(g.op(users[0]).attrs.getInt("axis"), std::int64_t(s.size())) == std::int64_t(s.size()) - 1)
       softmax = users[0];
     ir::Attrs attrs{{"scale", scale}, {"value", g.op(fill).attrs.getFloat("value")}};
     if (softmax) attrs.set("softmax", true);
@@ -93,9 +94,10 @@ ir::PassResult FuseRelShift::run(ir::Graph& g, ir::PassContext& ctx) {
     return true;
   });
   if (fused > 0)
-    ctx.applied(name(), std::to_string(fused) +
-                            " score block(s): AC + rel_shift(BD), scale and mask as one rel_scores op (no pad/reshape copy)" +
-                            (withSoftmax > 0 ? ", " + std::to_string(withSoftmax) + " with its row softmax" : ""));
+    ctx.applied(name(),
+                std::to_string(fused) +
+                    " score block(s): AC + rel_shift(BD), scale and mask as one rel_scores op (no pad/reshape copy)" +
+                    (withSoftmax > 0 ? ", " + std::to_string(withSoftmax) + " with its row softmax" : ""));
   return ir::PassResult::changedIf(fused > 0);
 }
 

@@ -75,7 +75,8 @@ ir::PassResult PretransposeConstants::run(ir::Graph& g, ir::PassContext& ctx) {
     }
     return changed;
   });
-  if (moved > 0) ctx.applied(name(), std::to_string(moved) + " transposed constant matmul operand(s) laid out transposed once");
+  if (moved > 0)
+    ctx.applied(name(), std::to_string(moved) + " transposed constant matmul operand(s) laid out transposed once");
   return ir::PassResult::changedIf(moved > 0);
 }
 

@@ -19,7 +19,8 @@ Node concat(ir::Graph& g, const std::vector<Node>& xs, std::int64_t axis) {
 }
 
 std::int64_t axisOf(const ir::Graph& g, Node n) {
-  const ir::TensorType& t = g.kind(n) == OpKind::Slice || g.kind(n) == OpKind::Pad ? g.type(g.operand(n, 0)) : g.type(n);
+  const ir::TensorType& t =
+      g.kind(n) == OpKind::Slice || g.kind(n) == OpKind::Pad ? g.type(g.operand(n, 0)) : g.type(n);
   return *ir::normalizeAxis(g.op(n).attrs.getInt("axis"), t.rank());
 }
 

@@ -95,9 +95,9 @@ class Rewriter {
   ir::Graph& g_;
   ir::PassContext& ctx_;
   std::string_view pass_;
-  std::vector<Entry> next_;                // queued for the next round
-  std::unordered_set<std::uint64_t> queued_;   // ids in next_
-  std::unordered_set<std::uint64_t> erased_;   // ids erased through this rewriter
+  std::vector<Entry> next_;                   // queued for the next round
+  std::unordered_set<std::uint64_t> queued_;  // ids in next_
+  std::unordered_set<std::uint64_t> erased_;  // ids erased through this rewriter
 };
 
 }  // namespace txl::passes

@@ -62,8 +62,7 @@ ir::PassResult WindowMemory::run(ir::Graph& g, ir::PassContext& ctx) {
     std::optional<Node> read;
     if (g.kind(x) == OpKind::Concat && g.numOperands(x) == 2 &&
         *ir::normalizeAxis(g.op(x).attrs.getInt("axis"), g.type(x).rank()) == 0 &&
-        g.kind(g.operand(x, 0)) == OpKind::MemRead &&
-        g.op(g.operand(x, 0)).attrs.getInt("slot") == slot) {
+        g.kind(g.operand(x, 0)) == OpKind::MemRead && g.op(g.operand(x, 0)).attrs.getInt("slot") == slot) {
       read = g.operand(x, 0);
       if (g.users(*read).size() != 1) return false;  // the memory is read elsewhere too
       appended = g.operand(x, 1);

@@ -54,8 +54,7 @@ void registerBench(CLI::App& app, Action& action) {
                   "attention length L: vanilla sliding-window evaluation vs memory (qlen 1, L-1 remembered)");
   cmd->add_flag("--json", o->json, "machine-readable result on stdout");
   cmd->add_flag("--profile", o->bench.profile, "time per plan step and its oneDNN implementation");
-  cmd->add_option("--probe-mib", o->bench.probeMiB, "size of the bandwidth probe's array (default 1024)")
-      ->group("");
+  cmd->add_option("--probe-mib", o->bench.probeMiB, "size of the bandwidth probe's array (default 1024)")->group("");
   cmd->add_flag("!--no-probe", o->bench.probe, "skip the machine probe")->group("");
   o->pipeline.add(*cmd);
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });

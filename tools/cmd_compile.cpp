@@ -83,7 +83,8 @@ void registerCompile(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("compile", "compile a model to an artifact (or a standalone executable)");
   o->model.add(*cmd);
-  CLI::Option* random = cmd->add_flag("--random-weights", o->randomWeights, "deterministic random weights instead of a file");
+  CLI::Option* random =
+      cmd->add_flag("--random-weights", o->randomWeights, "deterministic random weights instead of a file");
   if (o->model.weightsOpt) random->excludes(o->model.weightsOpt);
   cmd->add_option("--seed", o->seed, "seed of --random-weights (default 0)");
   cmd->add_option("-o,--output", o->output, "the file to write")->required();

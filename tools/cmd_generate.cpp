@@ -96,12 +96,14 @@ void registerGenerate(CLI::App& app, Action& action) {
   cmd->add_option("--prompt", o->prompt, "the text to continue")->required();
   cmd->add_option("-n,--tokens", o->count, "tokens to generate (default 200)")->check(nonNegativeInt());
   cmd->add_flag("--greedy", o->sampler.greedy, "always the most likely token");
-  o->temperatureOpt = cmd->add_option("--temperature", o->sampler.temperature, "divide log-probabilities by T (default 1)")
-                          ->check(realIn(0, 1e6, true, "a number above 0"));
+  o->temperatureOpt =
+      cmd->add_option("--temperature", o->sampler.temperature, "divide log-probabilities by T (default 1)")
+          ->check(realIn(0, 1e6, true, "a number above 0"));
   o->topKOpt = cmd->add_option("--top-k", o->sampler.topK, "sample among the K most likely tokens (default 0: all)")
                    ->check(nonNegativeInt());
-  o->topPOpt = cmd->add_option("--top-p", o->sampler.topP, "sample among the most likely tokens holding mass P (default 1)")
-                   ->check(realIn(0, 1, true, "a number in (0, 1]"));
+  o->topPOpt =
+      cmd->add_option("--top-p", o->sampler.topP, "sample among the most likely tokens holding mass P (default 1)")
+          ->check(realIn(0, 1, true, "a number in (0, 1]"));
   cmd->add_option("--seed", o->sampler.seed, "random seed (default 0); the same seed gives the same text")
       ->check(integerIn(0, std::numeric_limits<std::int64_t>::max(), "a non-negative integer"));
   cmd->add_flag("--no-echo", o->noEcho, "print only the generated text, not the prompt");

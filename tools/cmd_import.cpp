@@ -33,8 +33,8 @@ int run(const Options& o) {
   frontend::writeImportedModel(m, o.output);
   for (const auto& note : m.notes) std::cerr << "txlc: note: " << note << std::endl;
   std::cerr << "txlc: imported " << m.tensors.size() << " tensors" << (m.vocabulary.empty() ? "" : " and ")
-            << (m.vocabulary.empty() ? std::string() : std::to_string(m.vocabulary.size()) + " symbols")
-            << " (" << frontend::semanticsName(m.spec.semantics) << " semantics) into " << o.output << std::endl;
+            << (m.vocabulary.empty() ? std::string() : std::to_string(m.vocabulary.size()) + " symbols") << " ("
+            << frontend::semanticsName(m.spec.semantics) << " semantics) into " << o.output << std::endl;
   return kExitOk;
 }
 
@@ -42,11 +42,13 @@ int run(const Options& o) {
 
 void registerImport(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("import", "a PyTorch checkpoint (Hugging Face or the authors') as a txlc model folder");
+  CLI::App* cmd =
+      app.add_subcommand("import", "a PyTorch checkpoint (Hugging Face or the authors') as a txlc model folder");
   cmd->add_option("source", o->source,
                   "a Hugging Face model folder, a pytorch_model.bin or state dict, or the authors' model.pt")
       ->required();
-  o->specOpt = cmd->add_option("--spec", o->spec, "the model's spec, for a bare state dict (or to override the source's)");
+  o->specOpt =
+      cmd->add_option("--spec", o->spec, "the model's spec, for a bare state dict (or to override the source's)");
   cmd->add_option("-o,--output", o->output, "the model folder to write (new, or empty)")->required();
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 }

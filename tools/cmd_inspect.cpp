@@ -79,7 +79,8 @@ void printStatsText(const GraphStats& in, const GraphStats& opt, const std::vect
   for (const auto& [op, n] : in.ops) rows[op].first = n;
   for (const auto& [op, n] : opt.ops) rows[op].second = n;
   std::printf("%-16s %10s %10s\n", "op", "input", "optimized");
-  for (const auto& [op, n] : rows) std::printf("%-16s %10lld %10lld\n", op.c_str(), (long long)n.first, (long long)n.second);
+  for (const auto& [op, n] : rows)
+    std::printf("%-16s %10lld %10lld\n", op.c_str(), (long long)n.first, (long long)n.second);
   std::printf("\n%-24s %14s %14s\n", "per segment", "input", "optimized");
   std::printf("%-24s %13sF %13sF  (%.1f%% of the input)\n", "FLOPs", human(in.flops).c_str(), human(opt.flops).c_str(),
               in.flops > 0 ? 100.0 * opt.flops / in.flops : 0.0);
@@ -99,7 +100,8 @@ std::string mib(std::size_t bytes) {
 }
 
 int printMemoryPlan(const Options& o, const Setting& options) {
-  if (options.backend != "onednn") throw Error("--memory-plan: plans are made by the onednn backend, not '" + options.backend + "'");
+  if (options.backend != "onednn")
+    throw Error("--memory-plan: plans are made by the onednn backend, not '" + options.backend + "'");
   namespace fs = std::filesystem;
   OpenOptions so = openOptions(o);
   if (!looksLikeArtifact(o.model) && !fs::is_directory(o.model) && o.weights.empty() && !o.randomWeights) {
@@ -117,7 +119,8 @@ int printMemoryPlan(const Options& o, const Setting& options) {
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(setting.memLen) + "], got " +
                 std::to_string(mlen));
   auto model = compile(m, setting);
-  backend::SegmentPlan segment = model->compileSegment({setting.qlen, mlen, backend::SegmentOutputs{false, true}, false});
+  backend::SegmentPlan segment =
+      model->compileSegment({setting.qlen, mlen, backend::SegmentOutputs{false, true}, false});
   const backend::CompiledGraph* plan = segment.graph.get();
   TXL_CHECK(plan->hasSteps(), "the onednn executor made no oneDNN plan");
   const backend::MemoryPlan& mp = plan->memoryPlan();
@@ -129,13 +132,24 @@ int printMemoryPlan(const Options& o, const Setting& options) {
   if (o.format == "json") {
     nlohmann::json buffers = nlohmann::json::array();
     for (const auto& b : mp.buffers)
-      buffers.push_back({{"label", b.request.label}, {"bytes", b.request.bytes}, {"size", b.size}, {"offset", b.offset},
-                         {"first_step", b.request.first}, {"last_step", b.request.last}});
-    nlohmann::json j = {{"qlen", setting.qlen}, {"mlen", mlen}, {"batch", setting.batch},
-                        {"steps", plan->steps().size()}, {"arena_bytes", mp.arenaBytes},
-                        {"no_reuse_bytes", mp.noReuseBytes}, {"lower_bound_bytes", mp.lowerBoundBytes},
-                        {"arena_over_lower_bound", ratio}, {"state_bytes", state}, {"weights_bytes", weights},
-                        {"constant_bytes", constants}, {"buffers", buffers}};
+      buffers.push_back({{"label", b.request.label},
+                         {"bytes", b.request.bytes},
+                         {"size", b.size},
+                         {"offset", b.offset},
+                         {"first_step", b.request.first},
+                         {"last_step", b.request.last}});
+    nlohmann::json j = {{"qlen", setting.qlen},
+                        {"mlen", mlen},
+                        {"batch", setting.batch},
+                        {"steps", plan->steps().size()},
+                        {"arena_bytes", mp.arenaBytes},
+                        {"no_reuse_bytes", mp.noReuseBytes},
+                        {"lower_bound_bytes", mp.lowerBoundBytes},
+                        {"arena_over_lower_bound", ratio},
+                        {"state_bytes", state},
+                        {"weights_bytes", weights},
+                        {"constant_bytes", constants},
+                        {"buffers", buffers}};
     std::cout << j.dump(2) << std::endl;
     return kExitOk;
   }
@@ -186,7 +200,8 @@ int run(const Options& o) {
     GraphStats in = graphStats(input, false), opt = graphStats(optimized, true);
     if (o.format == "json") {
       nlohmann::json fusions = nlohmann::json::array();
-      for (const auto& r : ctx.remarks) fusions.push_back({{"pass", r.pass}, {"applied", r.applied}, {"message", r.message}});
+      for (const auto& r : ctx.remarks)
+        fusions.push_back({{"pass", r.pass}, {"applied", r.applied}, {"message", r.message}});
       std::cout << nlohmann::json{{"semantics", frontend::semanticsName(spec.semantics)},
                                   {"initial_memory", frontend::initialMemoryName(spec.defaultInitialMemory())},
                                   {"input", statsToJson(in)},
@@ -212,7 +227,8 @@ int run(const Options& o) {
 
 void registerInspect(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("inspect", "print a segment graph (input or optimized), or what the passes bought");
+  CLI::App* cmd =
+      app.add_subcommand("inspect", "print a segment graph (input or optimized), or what the passes bought");
   cmd->add_option("model", o->model, "spec file (reference or Hugging Face names) or model directory")->required();
   auto* w = cmd->add_option("--weights", o->weights, "safetensors weights to load and check (graphs need none)");
   cmd->add_flag("--random-weights", o->randomWeights, "load the model with seeded random weights")->excludes(w);

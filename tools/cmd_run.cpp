@@ -71,8 +71,7 @@ void loadState(backend::Session& session, const ir::TensorMap& state, const std:
   }
 }
 
-void saveStateFile(const backend::Session& session, const Model& m, const Setting& s,
-                   const std::string& path) {
+void saveStateFile(const backend::Session& session, const Model& m, const Setting& s, const std::string& path) {
   ir::TensorMap state = session.saveState();
   std::vector<std::pair<std::string, ir::Tensor>> tensors(state.begin(), state.end());
   frontend::writeSafetensors(path, tensors,
@@ -148,7 +147,8 @@ int run(const Options& o) {
       f << j.dump() << '\n';
       if (!f) throw Error(o.output + ": cannot write " + tmp);
     }
-    if (std::rename(tmp.c_str(), o.output.c_str()) != 0) throw Error(o.output + ": cannot rename " + tmp + " into place");
+    if (std::rename(tmp.c_str(), o.output.c_str()) != 0)
+      throw Error(o.output + ": cannot rename " + tmp + " into place");
   }
   return kExitOk;
 }
@@ -169,8 +169,7 @@ void registerRun(CLI::App& app, Action& action) {
   cmd->add_option("-o,--output", o->output, "write the result here instead of stdout");
   cmd->add_flag("--no-logprob", o->noLogprob, "only the hidden states");
   cmd->callback([o, &action] {
-    if (!o->tokensOpt->count() && !o->tokensFileOpt->count())
-      throw CLI::RequiredError("--tokens or --tokens-file");
+    if (!o->tokensOpt->count() && !o->tokensFileOpt->count()) throw CLI::RequiredError("--tokens or --tokens-file");
     if (o->format == "safetensors" && o->output.empty())
       throw CLI::ValidationError("--format safetensors", "needs -o FILE (binary output does not go to stdout)");
     action = [o] { return run(*o); };

@@ -85,7 +85,9 @@ int run(const Options& o) {
   if (r.dropped > 0)
     std::cerr << "txlc: note: --batch " << r.batch << " cuts " << ids.size() << " tokens into " << r.batch
               << " streams of " << r.streamLength << "; dropped the last " << r.dropped << " tokens" << std::endl;
-  if (unknown > 0) std::cerr << "txlc: note: " << unknown << " words of " << o.file << " are not in the vocabulary (scored as <unk>)" << std::endl;
+  if (unknown > 0)
+    std::cerr << "txlc: note: " << unknown << " words of " << o.file << " are not in the vocabulary (scored as <unk>)"
+              << std::endl;
 
   const double perToken = r.nllSum / double(r.scored);
   const double bitsPerToken = perToken / std::log(2.0);

@@ -20,7 +20,7 @@ using Action = std::function<int()>;
 
 void registerConformance(CLI::App& app, Action& action);
 void registerInspect(CLI::App& app, Action& action);  // cmd_inspect.cpp
-void registerBench(CLI::App& app, Action& action);  // cmd_bench.cpp: bench, bench-probe
+void registerBench(CLI::App& app, Action& action);    // cmd_bench.cpp: bench, bench-probe
 void registerCompile(CLI::App& app, Action& action);
 void registerScore(CLI::App& app, Action& action);
 void registerGenerate(CLI::App& app, Action& action);

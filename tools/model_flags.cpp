@@ -10,12 +10,14 @@ namespace txl::tools {
 void ModelFlags::add(CLI::App& cmd, bool withBatch) {
   addModelArgument(cmd, model, "a model directory, a spec file (with --weights) or a compiled artifact");
   if (!embeddedArtifact())
-    weightsOpt = cmd.add_option("--weights", weights, "safetensors weights (for a spec file, or to override a directory's)");
+    weightsOpt =
+        cmd.add_option("--weights", weights, "safetensors weights (for a spec file, or to override a directory's)");
   vocabOpt = cmd.add_option("--vocab", vocab,
                             "vocabulary: vocab.json (characters) or one symbol per line (words); for a spec file, "
                             "or to override the model's");
   if (withBatch)
-    batchOpt = cmd.add_option("--batch", batch, "independent streams (default: 1, or the artifact's)")->check(positiveInt());
+    batchOpt =
+        cmd.add_option("--batch", batch, "independent streams (default: 1, or the artifact's)")->check(positiveInt());
   qlenOpt = cmd.add_option("--qlen", qlen, "tokens per segment (default: the spec's tgt_len, or the artifact's)")
                 ->check(positiveInt());
   memLenOpt = cmd.add_option("--mem-len", memLen, "positions of memory kept (default: the spec's mem_len)")

@@ -56,8 +56,8 @@ void fillRandom(const ir::Graph& g, TensorMap& inputs, TensorMap& weights) {
     if (op.kind == OpKind::MemRead) map = &inputs, name = memName(op.attrs.getInt("slot"));
     if (op.kind == OpKind::Weight) map = &weights, name = op.attrs.getString("name");
     if (!map || map->count(name)) continue;
-    (*map)[name] = op.type->dtype == DType::I64 ? randomI64(op.type->shape, 0, 3, seed++)
-                                                : randomF32(op.type->shape, seed++);
+    (*map)[name] =
+        op.type->dtype == DType::I64 ? randomI64(op.type->shape, 0, 3, seed++) : randomF32(op.type->shape, seed++);
   }
 }
 
@@ -83,10 +83,8 @@ std::unique_ptr<CompiledGraph> compareWithReference(const ir::Graph& g, TensorMa
       for (I i = 0; i < w.numel(); ++i) {
         const float a = t.data<float>()[i], b = w.data<float>()[i];
         INFO("element " << i << ": onednn " << a << ", reference " << b);
-        if (std::isinf(b) || std::isnan(b))
-          REQUIRE((a == b || (std::isnan(a) && std::isnan(b))));
-        else
-          REQUIRE(std::fabs(a - b) <= 1e-5f * std::max(1.0f, std::fabs(b)));
+        if (std::isinf(b) || std::isnan(b)) REQUIRE((a == b || (std::isnan(a) && std::isnan(b))));
+        else REQUIRE(std::fabs(a - b) <= 1e-5f * std::max(1.0f, std::fabs(b)));
       }
     }
   }
@@ -107,8 +105,8 @@ TEST_CASE("onednn: add, sub, mul broadcast either way", "[onednn]") {
     Shape a, b;
   };
   const std::vector<Shapes> cases = {
-      {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},    {{2, 3, 4}, {3, 1}}, {{4}, {2, 3, 4}},
-      {{3, 1}, {2, 1, 4}},    {{2, 1, 4}, {2, 3, 1}}, {{}, {5}},        {{5, 1, 3}, {5, 7, 3}}};
+      {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},       {{2, 3, 4}, {3, 1}}, {{4}, {2, 3, 4}},
+      {{3, 1}, {2, 1, 4}},    {{2, 1, 4}, {2, 3, 1}}, {{}, {5}},           {{5, 1, 3}, {5, 7, 3}}};
   for (OpKind kind : {OpKind::Add, OpKind::Sub, OpKind::Mul})
     for (const auto& c : cases) {
       INFO(ir::opInfo(kind).name << " " << ir::shapeStr(c.a) << " " << ir::shapeStr(c.b));
@@ -154,7 +152,8 @@ TEST_CASE("onednn: concat, including an empty memory", "[onednn]") {
   Node a = g.addInput("a", f32({4, 1, 3}));
   g.addOutput("c1", g.add(OpKind::Concat, {h, a, h}, {{"axis", I(1)}}));
   g.addOutput("c2", g.add(OpKind::Concat, {h, h}, {{"axis", I(-1)}}));
-  g.addOutput("ci", g.add(OpKind::Concat, {g.addInput("t", i64({2, 3})), g.addInput("u", i64({2, 1}))}, {{"axis", I(1)}}));
+  g.addOutput("ci",
+              g.add(OpKind::Concat, {g.addInput("t", i64({2, 3})), g.addInput("u", i64({2, 1}))}, {{"axis", I(1)}}));
   compareWithReference(g);
 }
 
@@ -221,10 +220,10 @@ TEST_CASE("onednn: batched matmul with transposes and broadcast batches", "[oned
     bool ta, tb;
   };
   const std::vector<Case> cases = {
-      {{3, 5, 4}, {3, 4, 6}, false, false},   {{3, 4, 5}, {3, 4, 6}, true, false},
-      {{3, 5, 4}, {3, 6, 4}, false, true},    {{3, 4, 5}, {3, 6, 4}, true, true},
-      {{1, 5, 4}, {3, 4, 6}, false, false},   {{3, 5, 4}, {1, 6, 4}, false, true},
-      {{5, 4}, {2, 3, 4, 6}, false, false},   {{2, 1, 7, 5}, {1, 3, 5, 7}, false, false},
+      {{3, 5, 4}, {3, 4, 6}, false, false}, {{3, 4, 5}, {3, 4, 6}, true, false},
+      {{3, 5, 4}, {3, 6, 4}, false, true},  {{3, 4, 5}, {3, 6, 4}, true, true},
+      {{1, 5, 4}, {3, 4, 6}, false, false}, {{3, 5, 4}, {1, 6, 4}, false, true},
+      {{5, 4}, {2, 3, 4, 6}, false, false}, {{2, 1, 7, 5}, {1, 3, 5, 7}, false, false},
       {{7, 3, 5}, {3, 5, 9}, false, false},  // 3 heads of 5 after a permute of [7, 3, 5]
   };
   for (const auto& c : cases) {
@@ -232,8 +231,8 @@ TEST_CASE("onednn: batched matmul with transposes and broadcast batches", "[oned
     ir::Graph g;
     Node a = g.addInput("a", f32(c.a));
     if (c.a == Shape{7, 3, 5}) a = g.add(OpKind::Permute, {a}, {{"perm", std::vector<I>{1, 0, 2}}});
-    g.addOutput("y", g.add(OpKind::MatMul, {a, g.addInput("b", f32(c.b))},
-                           {{"transpose_a", c.ta}, {"transpose_b", c.tb}}));
+    g.addOutput("y",
+                g.add(OpKind::MatMul, {a, g.addInput("b", f32(c.b))}, {{"transpose_a", c.ta}, {"transpose_b", c.tb}}));
     auto plan = compareWithReference(g);
     for (const auto& s : stepsOf(*plan))
       if (s.op == "matmul") CHECK(s.impl.rfind("ref", 0) != 0);
@@ -272,8 +271,7 @@ TEST_CASE("onednn: permuted keys and values read in place by small-M matmuls", "
   }
 }
 
-TEST_CASE("onednn: one-row matmuls over B's rows run on txl:gemv, blocks of n and batch offsets included",
-          "[onednn]") {
+TEST_CASE("onednn: one-row matmuls over B's rows run on txl:gemv, blocks of n and batch offsets included", "[onednn]") {
   for (I n : {I(1), I(255), I(600)}) {
     INFO("n " << n);
     ir::Graph g;
@@ -347,8 +345,9 @@ TEST_CASE("onednn: constants, position table, masks", "[onednn]") {
   g.addOutput("pos_free", g.add(OpKind::PosEncoding, {}, {{"klen", I(5)}, {"d", I(8)}, {"clamp_len", I(-1)}}));
   for (bool same : {false, true})
     for (I mlen : {0, 3, 6})
-      g.addOutput("mask" + std::to_string(same) + std::to_string(mlen),
-                  g.add(OpKind::AttnMask, {}, {{"qlen", I(4)}, {"mlen", mlen}, {"mem_len", I(5)}, {"same_length", same}}));
+      g.addOutput(
+          "mask" + std::to_string(same) + std::to_string(mlen),
+          g.add(OpKind::AttnMask, {}, {{"qlen", I(4)}, {"mlen", mlen}, {"mem_len", I(5)}, {"same_length", same}}));
   compareWithReference(g);
 }
 
@@ -357,7 +356,8 @@ TEST_CASE("onednn: memory passes through, outputs never alias user buffers", "[o
   Node m = g.add(OpKind::MemRead, {}, {{"slot", I(0)}}, f32({3, 1, 4}));
   Node h = g.addInput("h", f32({2, 1, 4}));
   Node c = g.add(OpKind::Concat, {m, h}, {{"axis", I(0)}});
-  g.add(OpKind::MemWrite, {g.add(OpKind::Slice, {c}, {{"axis", I(0)}, {"start", I(2)}, {"end", I(5)}})}, {{"slot", I(0)}});
+  g.add(OpKind::MemWrite, {g.add(OpKind::Slice, {c}, {{"axis", I(0)}, {"start", I(2)}, {"end", I(5)}})},
+        {{"slot", I(0)}});
   g.add(OpKind::MemWrite, {m}, {{"slot", I(1)}});
   g.addOutput("w", g.addWeight("w", f32({2, 2})));
   TensorMap inputs, weights;
@@ -441,14 +441,30 @@ TEST_CASE("onednn: random graphs plan an arena that never overlaps live buffers,
     for (int i = 0; i < ops; ++i) {
       Node x = pick();
       switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
-        case 0: values.push_back(g.add(OpKind::Add, {x, pick()})); break;
-        case 1: values.push_back(g.add(OpKind::Mul, {pick(), x})); break;
-        case 2: values.push_back(g.add(OpKind::Relu, {x})); break;
-        case 3: values.push_back(g.add(OpKind::Scale, {x}, {{"factor", 0.5}})); break;
-        case 4: values.push_back(g.add(OpKind::LayerNorm, {x, gamma, beta}, {{"eps", 1e-5}})); break;
-        case 5: values.push_back(g.add(OpKind::Softmax, {x}, {{"axis", I(-1)}})); break;
-        case 6: values.push_back(g.add(OpKind::MaskedFill, {x, mask}, {{"value", 0.25}})); break;
-        default: values.push_back(g.add(OpKind::Linear, {x, w})); break;
+        case 0:
+          values.push_back(g.add(OpKind::Add, {x, pick()}));
+          break;
+        case 1:
+          values.push_back(g.add(OpKind::Mul, {pick(), x}));
+          break;
+        case 2:
+          values.push_back(g.add(OpKind::Relu, {x}));
+          break;
+        case 3:
+          values.push_back(g.add(OpKind::Scale, {x}, {{"factor", 0.5}}));
+          break;
+        case 4:
+          values.push_back(g.add(OpKind::LayerNorm, {x, gamma, beta}, {{"eps", 1e-5}}));
+          break;
+        case 5:
+          values.push_back(g.add(OpKind::Softmax, {x}, {{"axis", I(-1)}}));
+          break;
+        case 6:
+          values.push_back(g.add(OpKind::MaskedFill, {x, mask}, {{"value", 0.25}}));
+          break;
+        default:
+          values.push_back(g.add(OpKind::Linear, {x, w}));
+          break;
       }
       // append, not "o" + to_string: GCC 12 at -O3 misreports that as -Wrestrict (bug 105651)
       if (std::uniform_int_distribution<int>(0, 5)(rng) == 0)
@@ -497,7 +513,8 @@ TEST_CASE("onednn: rel_scores computes into AC's memory when AC dies at it", "[o
   const MemoryPlan& mp = dynamic_cast<const OnednnCompiledGraph&>(*plan).memoryPlan();
   int shared = 0;
   for (const auto& b : mp.buffers)
-    shared += b.request.label.find("rel_scores") != std::string::npos && b.request.label.find("in place") != std::string::npos;
+    shared += b.request.label.find("rel_scores") != std::string::npos &&
+              b.request.label.find("in place") != std::string::npos;
   CHECK(shared == 1);
   CHECK(mp.buffers.size() == 1);  // AC's buffer holds the scores too
   CHECK(mp.arenaBytes < std::size_t(2 * (2 * 3 * q * k * 4)));
@@ -546,7 +563,8 @@ TEST_CASE("onednn: rel_attention reads k and v in place from [keys, B, 2·H·D] 
       const Node qu = g.addInput("qu", f32({q, batch, heads, dim})), qv = g.addInput("qv", f32({q, batch, heads, dim}));
       const Node table = g.addInput("table", f32({heads, dim, k + 4}));
       const Node rt = g.add(OpKind::Slice, {table}, {{"axis", I(2)}, {"start", I(4)}, {"end", k + 4}});
-      const Node mask = g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", true}});
+      const Node mask =
+          g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", true}});
       std::vector<Node> operands{qu, qv, columns(0), columns(heads * dim), rt, mask};
       TensorMap inputs;
       if (padded) {
@@ -597,8 +615,14 @@ TEST_CASE("onednn: logprob_pick against the reference, targets at the range's ed
       for (I j = 0; j < n; ++j) x0[j] = magnitude * float(j) / float(n);  // row 0: increasing, max at the end
       Tensor t = randomI64({rows0, rows1}, 0, r.classes - 1, 13);
       const I width = r.end - r.start;
-      const std::vector<I> edges = {0,           r.offset - 1,   r.offset,     r.offset + 1, r.offset + width - 1,
-                                    r.offset + width, r.classes - 1, r.offset + width / 2};
+      const std::vector<I> edges = {0,
+                                    r.offset - 1,
+                                    r.offset,
+                                    r.offset + 1,
+                                    r.offset + width - 1,
+                                    r.offset + width,
+                                    r.classes - 1,
+                                    r.offset + width / 2};
       for (std::size_t i = 0; i < edges.size(); ++i) t.data<I>()[i] = std::clamp<I>(edges[i], 0, r.classes - 1);
       t.data<I>()[0] = r.offset + width - 1;  // row 0 picks its largest value (when the range reaches it)
       inputs["idx"] = t;
@@ -612,8 +636,8 @@ TEST_CASE("onednn: logprob_pick of a row of -inf is NaN; an index outside classe
   ir::Graph g;
   Node x = g.addInput("x", f32({3, 4}));
   Node idx = g.addInput("idx", i64({3}));
-  g.addOutput("lp", g.add(OpKind::LogprobPick, {x, idx}, {{"offset", I(2)}, {"start", I(0)}, {"end", I(4)},
-                                                            {"classes", I(6)}}));
+  g.addOutput("lp", g.add(OpKind::LogprobPick, {x, idx},
+                          {{"offset", I(2)}, {"start", I(0)}, {"end", I(4)}, {"classes", I(6)}}));
   Tensor xs = randomF32({3, 4}, 5);
   for (I j = 0; j < 4; ++j) xs.data<float>()[j] = -kInf;  // row 0 all -inf
   xs.data<float>()[4 + 1] = -kInf;                        // row 1 partly -inf: still finite elsewhere

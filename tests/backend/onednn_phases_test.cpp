@@ -146,11 +146,11 @@ TEST_CASE("in place: an elementwise op takes its operand's memory only when that
   ir::Graph g;
   const Node x = g.addInput("x", f32({4, 8}));
   const Node a = g.add(OpKind::Scale, {x}, {{"factor", 2.0}});
-  const Node ra = g.add(OpKind::Relu, {a});  // a dies here: ra joins a
+  const Node ra = g.add(OpKind::Relu, {a});                      // a dies here: ra joins a
   const Node b = g.add(OpKind::Scale, {ra}, {{"factor", 3.0}});  // ra is read again below: b does not join
-  const Node sq = g.add(OpKind::Mul, {b, b});  // both operands read b's memory: sq does not join
+  const Node sq = g.add(OpKind::Mul, {b, b});                    // both operands read b's memory: sq does not join
   const Node part = g.add(OpKind::Slice, {sq}, {{"axis", I(0)}, {"start", I(1)}, {"end", I(3)}});
-  const Node rp = g.add(OpKind::Relu, {part});  // a part of sq's value only: rp does not join
+  const Node rp = g.add(OpKind::Relu, {part});                          // a part of sq's value only: rp does not join
   const Node last = g.add(OpKind::Concat, {ra, rp}, {{"axis", I(0)}});  // not elementwise: never in place
   g.addOutput("y", last);
   const Node rx = g.add(OpKind::Relu, {x});  // over an input's buffer, which is no arena value

@@ -59,7 +59,8 @@ std::size_t residentPages(const ir::Tensor& t) {
       continue;
     }
     std::size_t kb = 0;
-    if (inside && std::sscanf(line.c_str(), "Rss: %zu kB", &kb) == 1) return kb * 1024 / std::size_t(::sysconf(_SC_PAGESIZE));
+    if (inside && std::sscanf(line.c_str(), "Rss: %zu kB", &kb) == 1)
+      return kb * 1024 / std::size_t(::sysconf(_SC_PAGESIZE));
   }
   FAIL("no mapping holds the tensor");
   return 0;
@@ -87,7 +88,8 @@ TEST_CASE("packed weights: one copy while a holder lives, a new one after", "[pa
   CHECK_FALSE(made);
   CHECK(a == b);
   CHECK(packs.bytes() == blocked.get_size());
-  auto c = packs.get(w.raw(), plain, memory::desc({32, 64}, memory::data_type::f32, memory::format_tag::ab), eng, &made);
+  auto c =
+      packs.get(w.raw(), plain, memory::desc({32, 64}, memory::data_type::f32, memory::format_tag::ab), eng, &made);
   CHECK(made);  // another layout of the same bytes is another copy
   // The packed copy holds the weight: unpacking gives it back exactly.
   ir::Tensor back = ir::Tensor::zeros(w.type());
@@ -182,7 +184,8 @@ TEST_CASE("packed weights: plans of one executor over a file-backed weight give 
     const ir::Tensor y = plan->run({{"x", x}}).at("y");
     const ir::Tensor want = reference->compile(g, weights)->run({{"x", x}}).at("y");
     REQUIRE(y.numel() == want.numel());
-    for (std::int64_t i = 0; i < y.numel(); ++i) CHECK(y.data<float>()[i] == Approx(want.data<float>()[i]).epsilon(1e-5));
+    for (std::int64_t i = 0; i < y.numel(); ++i)
+      CHECK(y.data<float>()[i] == Approx(want.data<float>()[i]).epsilon(1e-5));
   }
 }
 
@@ -273,7 +276,7 @@ TEST_CASE("packed weights: a large file-backed weight is packed slice by slice, 
   const PackedWeights::Source source{&f.tensor, 0};
   auto p = packs.get(f.tensor.raw(), plain, blocked, eng, nullptr, &source);
   CHECK(residentPages(f.tensor) <= 1);  // the file's last, partial page is never dropped
-  CHECK(sum(f.tensor) == expected);  // read back from the file
+  CHECK(sum(f.tensor) == expected);     // read back from the file
   std::vector<float> row(static_cast<std::size_t>(k), 0.0f);
   for (std::int64_t r : {std::int64_t(0), std::int64_t(32767), std::int64_t(32768), std::int64_t(40000), n - 1}) {
     backend::onednn::readPackedRow(*p, r, row.data());

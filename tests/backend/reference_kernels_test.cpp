@@ -247,7 +247,8 @@ TEST_CASE("the reference interpreter runs a graph with memory", "[reference][int
   ir::Node y = g.add(ir::OpKind::Relu, {g.add(ir::OpKind::Linear, {x, w, b})});
   ir::Node cat = g.add(ir::OpKind::Concat, {mem, y}, {{"axis", std::int64_t{0}}});
   g.add(ir::OpKind::MemWrite,
-        {g.add(ir::OpKind::Slice, {cat}, {{"axis", std::int64_t{0}}, {"start", std::int64_t{1}}, {"end", std::int64_t{3}}})},
+        {g.add(ir::OpKind::Slice, {cat},
+               {{"axis", std::int64_t{0}}, {"start", std::int64_t{1}}, {"end", std::int64_t{3}}})},
         {{"slot", std::int64_t{0}}});
   ir::Node logp = g.add(ir::OpKind::LogSoftmax, {y}, {{"axis", std::int64_t{-1}}});
   ir::Node nll = g.add(ir::OpKind::Scale, {g.add(ir::OpKind::Pick, {logp, target})}, {{"factor", -1.0}});

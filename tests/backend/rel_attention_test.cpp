@@ -159,10 +159,8 @@ void requireClose(const std::vector<float>& got, const std::vector<double>& want
     if (!std::isnan(w)) scale = std::max(scale, std::fabs(w));
   for (std::size_t n = 0; n < want.size(); ++n) {
     INFO("element " << n << ": got " << got[n] << ", want " << want[n]);
-    if (std::isnan(want[n]))
-      REQUIRE(std::isnan(got[n]));
-    else
-      REQUIRE(std::fabs(got[n] - want[n]) <= 1e-5 * std::max(scale, 1e-3));
+    if (std::isnan(want[n])) REQUIRE(std::isnan(got[n]));
+    else REQUIRE(std::fabs(got[n] - want[n]) <= 1e-5 * std::max(scale, 1e-3));
   }
 }
 
@@ -198,10 +196,8 @@ Problem prependMaskedKeys(const Problem& p, I extra) {
     e.mask.insert(e.mask.end(), p.mask.begin() + i * s.k, p.mask.begin() + (i + 1) * s.k);
   }
   e.pad.assign(extra, 1.0f);
-  if (p.pad.empty())
-    e.pad.resize(e.shape.k, 0.0f);
-  else
-    e.pad.insert(e.pad.end(), p.pad.begin(), p.pad.end());
+  if (p.pad.empty()) e.pad.resize(e.shape.k, 0.0f);
+  else e.pad.insert(e.pad.end(), p.pad.begin(), p.pad.end());
   return e;
 }
 

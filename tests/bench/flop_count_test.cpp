@@ -15,8 +15,8 @@ namespace {
 using namespace txl;
 
 driver::FlopCount flopsWith(const frontend::ModelSpec& spec, const std::optional<std::vector<std::string>>& passes,
-                           std::set<std::string> disabled = {}, std::int64_t qlen = 80,
-                           const char* target = "reference") {
+                            std::set<std::string> disabled = {}, std::int64_t qlen = 80,
+                            const char* target = "reference") {
   driver::Setting setting = driver::defaultSetting(driver::modelFrom(spec, {}));
   setting.pipeline.passes = passes;
   setting.pipeline.disabled = std::move(disabled);

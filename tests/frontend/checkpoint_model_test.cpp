@@ -63,7 +63,10 @@ TEST_CASE("import: each benign fixture writes exactly the expected tensors and v
       {"hf_tiny_bf16", "", "hf_tiny_bf16/expected.safetensors", "", {}},
       // The authors' whole-model pickle: the spec is read from its attributes.
       {"authors_model/model.pt", "", "expected/tiny_base.weights.safetensors", "", {"pos_emb.inv_freq"}},
-      {"authors_model/state_dict.pt", "expected/tiny_base.config.json", "expected/tiny_base.weights.safetensors", "",
+      {"authors_model/state_dict.pt",
+       "expected/tiny_base.config.json",
+       "expected/tiny_base.weights.safetensors",
+       "",
        {"pos_emb.inv_freq"}},
   };
   for (const Case& c : cases) {
@@ -83,8 +86,8 @@ TEST_CASE("import: each benign fixture writes exactly the expected tensors and v
     }
     // The folder is a model: it loads, with the source's convention.
     frontend::LoadedModel loaded = frontend::loadModel(out, std::nullopt);
-    CHECK(loaded.spec.semantics == (c.source.rfind("hf_", 0) == 0 ? frontend::Semantics::HuggingFace
-                                                                   : frontend::Semantics::Authors));
+    CHECK(loaded.spec.semantics ==
+          (c.source.rfind("hf_", 0) == 0 ? frontend::Semantics::HuggingFace : frontend::Semantics::Authors));
     CHECK(loaded.spec.n_token == m.spec.n_token);
     CHECK(std::distance(fs::directory_iterator(tmp.path), fs::directory_iterator()) == 1);  // no temporary left
   }
@@ -131,7 +134,8 @@ TEST_CASE("import: refusals name the problem and leave the destination alone", "
                     Catch::Contains(": no PyTorch checkpoint (expected pytorch_model.bin"));
   // A vocabulary whose size is not the model's.
   fs::create_directory(tmp.path / "hf");
-  for (const char* f : {"config.json", "pytorch_model.bin"}) fs::copy_file(kData + "/hf_tiny/" + f, tmp.path / "hf" / f);
+  for (const char* f : {"config.json", "pytorch_model.bin"})
+    fs::copy_file(kData + "/hf_tiny/" + f, tmp.path / "hf" / f);
   std::ofstream(tmp.path / "hf" / "vocab.txt") << "a\nb\n";
   CHECK_THROWS_WITH(frontend::readCheckpointModel((tmp.path / "hf").string(), std::nullopt),
                     Catch::Contains("vocab.txt: 2 symbols, expected the model's n_token (96)"));

@@ -26,7 +26,7 @@ std::string readFile(const std::string& path) {
 
 TEST_CASE("the literal graph of a tiny model matches its golden text") {
   // Regenerate after a deliberate change of the builder with TXL_UPDATE_GOLDEN=1.
-  nlohmann::json j = {{"n_token", 10}, {"n_layer", 1}, {"n_head", 2},  {"d_model", 4},     {"d_head", 2},
+  nlohmann::json j = {{"n_token", 10}, {"n_layer", 1}, {"n_head", 2},  {"d_model", 4},        {"d_head", 2},
                       {"d_inner", 8},  {"tgt_len", 2}, {"mem_len", 2}, {"same_length", true}, {"clamp_len", 2}};
   frontend::ModelSpec spec = frontend::parseModelSpec(j, "tiny.json");
   ir::Graph g = frontend::buildSegmentGraph(spec, frontend::defaultShape(spec, 1, 2, 1));
@@ -58,7 +58,7 @@ TEST_CASE("every segment of every conformance case builds a verified graph") {
 }
 
 TEST_CASE("a segment shape the spec cannot take is one clear error") {
-  nlohmann::json j = {{"n_token", 10}, {"n_layer", 1}, {"n_head", 2}, {"d_model", 4},
+  nlohmann::json j = {{"n_token", 10}, {"n_layer", 1}, {"n_head", 2},  {"d_model", 4},
                       {"d_head", 2},   {"d_inner", 8}, {"tgt_len", 2}, {"mem_len", 2}};
   frontend::ModelSpec spec = frontend::parseModelSpec(j, "tiny.json");
   CHECK_THROWS_WITH(frontend::buildSegmentGraph(spec, frontend::defaultShape(spec, 1, 2, 3)),

@@ -94,7 +94,8 @@ TEST_CASE("model input mistakes: one clear line each", "[loader][errors]") {
         "--weights " + tinyWeights + " and --random-weights exclude each other; give one");
   CHECK(loadError(tinyWeights, std::nullopt) ==
         tinyWeights + ": expected a spec JSON file or a model directory as MODEL; pass weights with --weights FILE");
-  CHECK(loadError(spec.string(), d) == d + ": is a directory; --weights expects a safetensors file or a PyTorch checkpoint");
+  CHECK(loadError(spec.string(), d) ==
+        d + ": is a directory; --weights expects a safetensors file or a PyTorch checkpoint");
   CHECK(loadError(spec.string(), d + "/w.safetensors") == d + "/w.safetensors: cannot open: No such file or directory");
   // Weights of another model.
   const std::string other = (kConformance / "wide" / "weights.safetensors").string();

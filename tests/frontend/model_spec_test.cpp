@@ -173,8 +173,7 @@ TEST_CASE("bad specs: each gives its one-line message", "[spec][errors]") {
       {R"({"div_val": 0})", "spec.json: /div_val: expected a positive integer, got 0"},
       {R"({"pre_lnorm": 1})", "spec.json: /pre_lnorm: expected true or false, got 1"},
       {R"({"tie_weight": "yes"})", "spec.json: /tie_weight: expected true or false, got \"yes\""},
-      {R"({"clamp_len": -2})",
-       "spec.json: /clamp_len: expected -1 (no clamping) or a non-negative integer, got -2"},
+      {R"({"clamp_len": -2})", "spec.json: /clamp_len: expected -1 (no clamping) or a non-negative integer, got -2"},
       {R"({"layer_norm_epsilon": 0})", "spec.json: /layer_norm_epsilon: expected a positive number below 1, got 0"},
       {R"({"layer_norm_epsilon": "1e-5"})", "spec.json: /layer_norm_epsilon: expected a positive number, got \"1e-5\""},
       {R"({"dropout": 1.5})", "spec.json: /dropout: expected a probability in [0, 1), got 1.5"},
@@ -191,7 +190,8 @@ TEST_CASE("bad specs: each gives its one-line message", "[spec][errors]") {
       {R"({"tie_projs": [false, true]})",
        "spec.json: /tie_projs: expected 1 booleans (one per cluster: cutoffs has 0 entries), got 2"},
       {R"({"tie_projs": [0]})", "spec.json: /tie_projs/0: expected true or false, got 0"},
-      {R"({"tie_projs": false})", "spec.json: /tie_projs: expected an array of 1 booleans (one per cluster), got false"},
+      {R"({"tie_projs": false})",
+       "spec.json: /tie_projs: expected an array of 1 booleans (one per cluster), got false"},
       {R"({"d_model": 15, "d_embed": 15})",
        "spec.json: /d_model: expected an even number (the position table has d_model/2 sines and d_model/2 "
        "cosines), got 15"},
@@ -238,15 +238,17 @@ TEST_CASE("bad specs: each gives its one-line message", "[spec][errors]") {
 }
 
 TEST_CASE("bad specs: the file name and the top level", "[spec][errors]") {
-  CHECK(errorOf(json::array({1, 2}), "config.json") == "config.json: expected a JSON object at the top level, got [1,2]");
+  CHECK(errorOf(json::array({1, 2}), "config.json") ==
+        "config.json: expected a JSON object at the top level, got [1,2]");
   json j = tinyBase();
   j["cutoffs"] = {20000, 100};
   j["n_token"] = 300000;
   j["tie_projs"] = {false, false, false};
   CHECK(errorOf(j, "config.json") == "config.json: /cutoffs/1: must be greater than /cutoffs/0 (20000), got 100");
   json hf = json::parse(R"({"model_type": "transfo-xl", "vocab_size": 1000})");
-  CHECK(errorOf(hf, "config.json") == "config.json: /cutoffs: missing, and the Hugging Face default [20000, 40000, "
-                                      "200000] needs /vocab_size > 200000, got 1000");
+  CHECK(errorOf(hf, "config.json") ==
+        "config.json: /cutoffs: missing, and the Hugging Face default [20000, 40000, "
+        "200000] needs /vocab_size > 200000, got 1000");
   hf["cutoffs"] = {100, 1000};
   CHECK(errorOf(hf, "config.json") == "config.json: /cutoffs/1: must be less than /vocab_size (1000), got 1000");
   hf["cutoffs"] = {100};
@@ -267,9 +269,10 @@ TEST_CASE("malformed JSON: line and column", "[spec][errors]") {
   CHECK(errorOfText("").rfind("spec.json: line 1 column 1: ", 0) == 0);
   CHECK(errorOfText("{\"a\": 1, \"a\": 2}") == "spec.json: /a: duplicate key");
   CHECK(errorOfText("{\"x\": {\"b\": [1, {\"c\": 1, \"c\": 2}]}}") == "spec.json: /x/b/1/c: duplicate key");
-  CHECK(errorOfText(std::string(100, '[')) == "spec.json: /0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/"
-                                              "0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/"
-                                              "0: JSON nested deeper than 64 levels");
+  CHECK(errorOfText(std::string(100, '[')) ==
+        "spec.json: /0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/"
+        "0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/"
+        "0: JSON nested deeper than 64 levels");
   CHECK(errorOfText("{\"a\": \"\xff\"}").rfind("spec.json: line 1 column ", 0) == 0);
 }
 
@@ -283,8 +286,9 @@ TEST_CASE("loadModelSpec reads files and names them", "[spec]") {
                     "/nonexistent/spec.json: cannot open: No such file or directory");
   std::string bad = "frontend_bad_spec.json";
   std::ofstream(bad) << "{\"n_token\": 1,\n\"n_layer\" 2}";
-  CHECK_THROWS_WITH(loadModelSpec(bad), "frontend_bad_spec.json: line 2 column 11: syntax error while parsing "
-                                        "object separator - unexpected number literal; expected ':'");
+  CHECK_THROWS_WITH(loadModelSpec(bad),
+                    "frontend_bad_spec.json: line 2 column 11: syntax error while parsing "
+                    "object separator - unexpected number literal; expected ':'");
   std::remove(bad.c_str());
 }
 

@@ -151,7 +151,8 @@ TEST_CASE("pickle: globals off the allow-list are refused by name, whatever the 
   // INST of an allowed class is refused too: it would instantiate.
   PickleBytes instAllowed;
   instAllowed.proto(2).mark().raw("imem_transformer\nMemTransformerLM\n").stop();
-  CHECK_THAT(errorOf(instAllowed), Catch::Contains("INST: global mem_transformer.MemTransformerLM may not be instantiated"));
+  CHECK_THAT(errorOf(instAllowed),
+             Catch::Contains("INST: global mem_transformer.MemTransformerLM may not be instantiated"));
 
   PickleBytes obj;
   obj.proto(2).mark().global("mem_transformer", "MemTransformerLM").op('o').stop();
@@ -248,8 +249,9 @@ TEST_CASE("pickle: a list that contains itself is made, and described without re
 TEST_CASE("pickle: unsupported and unknown opcodes are named", "[pickle]") {
   PickleBytes text;
   text.proto(2).raw("I42\n").stop();
-  CHECK(errorOf(text) == "t.pkl: offset 2: INT: opcode not supported by this reader (torch.save and pickle.dump "
-                         "never need it)");
+  CHECK(errorOf(text) ==
+        "t.pkl: offset 2: INT: opcode not supported by this reader (torch.save and pickle.dump "
+        "never need it)");
   PickleBytes ext;
   ext.proto(2).op(0x82).le(1, 1).stop();
   CHECK_THAT(errorOf(ext), Catch::Contains("offset 2: EXT1: opcode not supported"));

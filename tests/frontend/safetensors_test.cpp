@@ -44,7 +44,8 @@ Tensor f32(std::vector<std::int64_t> shape, std::vector<float> values) {
 }
 
 std::string tempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("txl_frontend_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("txl_frontend_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 }  // namespace
@@ -78,17 +79,21 @@ TEST_CASE("safetensors corruption: each gives its one-line message", "[safetenso
        "model.safetensors: tensor \"x\": shape [4611686018427387904,4611686018427387904] of F32 overflows 64 bits"},
       {image(R"({"x":{"dtype":"F32","shape":[2,3],"data_offsets":[24,0]}})", 24),
        "model.safetensors: tensor \"x\": data_offsets: expected [begin, end] with 0 <= begin <= end, got [24,0]"},
-      {image(R"({"x":{"dtype":"F32","shape":[2,3]}})", 24), "model.safetensors: tensor \"x\": missing \"data_offsets\""},
+      {image(R"({"x":{"dtype":"F32","shape":[2,3]}})", 24),
+       "model.safetensors: tensor \"x\": missing \"data_offsets\""},
       {image(R"({"x":[1]})", 24),
        "model.safetensors: tensor \"x\": expected an object with dtype, shape and data_offsets, got [1]"},
       {image(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
-             R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", 24),
+             R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
+             24),
        "model.safetensors: tensors \"a\" [0, 16] and \"b\" [8, 24] overlap"},
       {image(R"({"a":{"dtype":"F32","shape":[6],"data_offsets":[0,24]},)"
-             R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 24),
+             R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+             24),
        "model.safetensors: tensors \"a\" [0, 24] and \"b\" [8, 12] overlap"},
       {image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-             R"("a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", 16),
+             R"("a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+             16),
        "model.safetensors: header: /a: duplicate key"},
       {image(R"({"__metadata__":{"k":1}})", 0), "model.safetensors: __metadata__: \"k\": expected a string, got 1"},
   };
@@ -103,7 +108,8 @@ TEST_CASE("safetensors: valid oddities are accepted", "[safetensors]") {
   auto f = SafetensorsFile::fromBytes(
       image(R"({"__metadata__":{"format":"pt"},"e":{"dtype":"F32","shape":[0,3],"data_offsets":[4,4]},)"
             R"("f":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
-            R"("s":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}    )", 4),
+            R"("s":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}    )",
+            4),
       "m");
   CHECK(f.names() == std::vector<std::string>{"e", "f", "s"});
   CHECK(f.metadata().at("format") == "pt");
@@ -116,7 +122,7 @@ TEST_CASE("safetensors: dtype conversions", "[safetensors]") {
   // F16 1.0, -2.0, 65504, smallest subnormal; BF16 1.5; F64 0.25; I32 -7.
   std::vector<std::uint8_t> data = {0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00,  // F16 x4
                                     0xc0, 0x3f,                                      // BF16
-                                    0, 0, 0, 0, 0, 0, 0xd0, 0x3f,                    // F64 0.25
+                                    0,    0,    0,    0,    0,    0,    0xd0, 0x3f,  // F64 0.25
                                     0xf9, 0xff, 0xff, 0xff};                         // I32 -7
   std::string header = R"({"h":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},)"
                        R"("b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]},)"
@@ -135,8 +141,9 @@ TEST_CASE("safetensors: dtype conversions", "[safetensors]") {
   CHECK(f.toI64("i").data<std::int64_t>()[0] == -7);
   CHECK_THROWS_WITH(f.toF32("i"),
                     "m: tensor \"i\": dtype I32 cannot be used as f32 weights (expected F32, F16, BF16 or F64)");
-  CHECK_THROWS_WITH(f.toI64("h"), "m: tensor \"h\": dtype F16 cannot be read as integers (expected I64, I32, I16, "
-                                  "I8, U64, U32, U16 or U8)");
+  CHECK_THROWS_WITH(f.toI64("h"),
+                    "m: tensor \"h\": dtype F16 cannot be read as integers (expected I64, I32, I16, "
+                    "I8, U64, U32, U16 or U8)");
 }
 
 TEST_CASE("safetensors: F32 aliases the buffer when aligned, copies when not", "[safetensors]") {
@@ -159,8 +166,9 @@ TEST_CASE("safetensors: NaN and Inf are refused or warned about", "[safetensors]
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   auto bytes = serializeSafetensors({{"w", f32({4}, {1, nan, inf, 2})}, {"ok", f32({1}, {3})}});
   auto f = SafetensorsFile::fromBytes(bytes, "model.safetensors");
-  CHECK_THROWS_WITH(f.toF32("w"), "model.safetensors: tensor \"w\": element 1 is NaN (2 non-finite values); "
-                                  "non-finite weights are refused");
+  CHECK_THROWS_WITH(f.toF32("w"),
+                    "model.safetensors: tensor \"w\": element 1 is NaN (2 non-finite values); "
+                    "non-finite weights are refused");
   std::vector<std::string> warnings;
   ConvertOptions warn{NonFinitePolicy::Warn, [&](const std::string& m) { warnings.push_back(m); }};
   Tensor t = f.toF32("w", warn);
@@ -230,10 +238,11 @@ TEST_CASE("safetensors open: file errors", "[safetensors][errors]") {
   CHECK_THROWS_WITH(SafetensorsFile::open(dir), dir + ": not a regular file");
   const std::string truncated = tempPath("trunc.safetensors");
   auto bytes = serializeSafetensors({{"a", f32({4}, {1, 2, 3, 4})}});
-  std::ofstream(truncated, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                   static_cast<std::streamsize>(bytes.size() - 4));
-  CHECK_THROWS_WITH(SafetensorsFile::open(truncated), truncated + ": tensor \"a\": data_offsets [0, 16] run past "
-                                                                  "the data section (12 bytes)");
+  std::ofstream(truncated, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size() - 4));
+  CHECK_THROWS_WITH(SafetensorsFile::open(truncated), truncated +
+                                                          ": tensor \"a\": data_offsets [0, 16] run past "
+                                                          "the data section (12 bytes)");
   std::ofstream(truncated, std::ios::binary).write("abc", 3);
   CHECK_THROWS_WITH(SafetensorsFile::open(truncated),
                     truncated + ": file of 3 bytes is too short for the 8-byte header length");
@@ -256,12 +265,12 @@ TEST_CASE("safetensors: every conformance and model file opens", "[safetensors]"
   CHECK(io.info("seg0.input").dtype == StDType::I64);
   Tensor input = io.toI64("seg0.input");
   CHECK(input.dtype() == DType::I64);
-  for (std::int64_t i = 0; i < input.numel(); ++i) CHECK((input.data<std::int64_t>()[i] >= 0 && input.data<std::int64_t>()[i] < 97));
+  for (std::int64_t i = 0; i < input.numel(); ++i)
+    CHECK((input.data<std::int64_t>()[i] >= 0 && input.data<std::int64_t>()[i] < 97));
 }
 
 TEST_CASE("safetensors: random corruptions end in txl::Error or a valid file, never a crash", "[safetensors][fuzz]") {
-  const auto good = serializeSafetensors({{"a", f32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", f32({1}, {7})}},
-                                         {{"k", "v"}});
+  const auto good = serializeSafetensors({{"a", f32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", f32({1}, {7})}}, {{"k", "v"}});
   std::uint64_t state = 12345;
   auto next = [&] {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -273,9 +282,15 @@ TEST_CASE("safetensors: random corruptions end in txl::Error or a valid file, ne
     const int edits = 1 + static_cast<int>(next() % 4);
     for (int e = 0; e < edits; ++e) {
       switch (next() % 3) {
-        case 0: bytes[next() % bytes.size()] = static_cast<std::byte>(next() & 0xff); break;  // flip a byte
-        case 1: bytes.resize(next() % (bytes.size() + 1)); break;                               // truncate
-        case 2: bytes[next() % 8] = static_cast<std::byte>(next() & 0xff); break;               // length field
+        case 0:
+          bytes[next() % bytes.size()] = static_cast<std::byte>(next() & 0xff);
+          break;  // flip a byte
+        case 1:
+          bytes.resize(next() % (bytes.size() + 1));
+          break;  // truncate
+        case 2:
+          bytes[next() % 8] = static_cast<std::byte>(next() & 0xff);
+          break;  // length field
       }
       if (bytes.empty()) break;
     }

@@ -18,8 +18,8 @@
 
 using namespace txl::frontend;
 using txl::test::PickleBytes;
-using txl::test::ZipMember;
 using txl::test::zipArchive;
+using txl::test::ZipMember;
 
 namespace {
 
@@ -47,7 +47,8 @@ bool sameBits(const txl::ir::Tensor& a, const txl::ir::Tensor& b) {
 }
 
 // The untied tensors of `ck` (minus `leaveOut`) are exactly those of the safetensors file, bit for bit.
-void requireSameAs(const TorchCheckpoint& ck, const std::string& expectedPath, const std::set<std::string>& leaveOut = {}) {
+void requireSameAs(const TorchCheckpoint& ck, const std::string& expectedPath,
+                   const std::set<std::string>& leaveOut = {}) {
   SafetensorsFile expected = SafetensorsFile::open(expectedPath);
   std::set<std::string> names;
   for (const CheckpointTensor& t : ck.tensors) {
@@ -76,7 +77,8 @@ std::string errorOfImage(const std::vector<std::byte>& bytes, const std::string&
 }
 
 // A torch zip archive "t/": data.pkl plus the storages given.
-std::vector<std::byte> archive(const PickleBytes& pkl, std::vector<std::pair<std::string, std::vector<std::byte>>> storages) {
+std::vector<std::byte> archive(const PickleBytes& pkl,
+                               std::vector<std::pair<std::string, std::vector<std::byte>>> storages) {
   std::vector<ZipMember> members{{"t/data.pkl", pkl.bytes}};
   for (auto& [key, data] : storages) members.push_back({"t/data/" + key, data});
   members.push_back({"t/version", txl::test::bytesOf("3\n")});
@@ -184,7 +186,8 @@ TEST_CASE("torch checkpoint: the authors' spec read from model.pt agrees with ti
   CHECK(parsed.tie_weight);
   // A state dict has no hyperparameters.
   TorchCheckpoint state = readTorchCheckpoint(fixture("authors_model/state_dict.pt"));
-  CHECK_THAT(errorOf([&] { authorsModelSpec(state); }), Catch::Contains("a state dict, not a whole pickled MemTransformerLM"));
+  CHECK_THAT(errorOf([&] { authorsModelSpec(state); }),
+             Catch::Contains("a state dict, not a whole pickled MemTransformerLM"));
   // A module without the attributes: the missing one is named.
   TorchCheckpoint broken = model;
   broken.moduleAttributes.at("").erase("mem_len");
@@ -229,7 +232,8 @@ TEST_CASE("torch checkpoint: a tokenizer's unneeded members are skipped, other g
   // A skipped name in a checkpoint is not allowed: the skip list is the vocabulary's only.
   PickleBytes ck;
   ck.proto(2).global("sacremoses.tokenize", "MosesTokenizer").stop();
-  CHECK_THAT(errorOfImage(archive(ck, {})), Catch::Contains("global sacremoses.tokenize.MosesTokenizer is not allowed"));
+  CHECK_THAT(errorOfImage(archive(ck, {})),
+             Catch::Contains("global sacremoses.tokenize.MosesTokenizer is not allowed"));
 
   PickleBytes mismatch;
   mismatch.proto(2).emptyDict().mark().str("idx2sym").op(']').mark().str("a").str("b").op('e');
@@ -291,8 +295,8 @@ TEST_CASE("torch checkpoint: zip archives that torch.save would never write are 
   CHECK_THAT(errorOfImage(zipArchive(compressed)),
              Catch::Contains("t.bin: zip entry \"t/data/0\": compressed (method 8); torch.save stores entries"));
   std::vector<ZipMember> pastEnd{{"t/data.pkl", pkl.bytes}, {"t/data/0", data, 0, 1 << 20}};
-  CHECK_THAT(errorOfImage(zipArchive(pastEnd)),
-             Catch::Contains("zip entry \"t/data/0\": data [") && Catch::Contains("runs past the start of the central directory"));
+  CHECK_THAT(errorOfImage(zipArchive(pastEnd)), Catch::Contains("zip entry \"t/data/0\": data [") &&
+                                                    Catch::Contains("runs past the start of the central directory"));
   std::vector<ZipMember> noPickle{{"t/data/0", data}};
   CHECK_THAT(errorOfImage(zipArchive(noPickle)), Catch::Contains("no zip entry <folder>/data.pkl"));
   std::vector<ZipMember> twoTops{{"a/data.pkl", pkl.bytes}, {"b/data.pkl", pkl.bytes}};
@@ -307,14 +311,16 @@ TEST_CASE("torch checkpoint: zip archives that torch.save would never write are 
   // The top folder is whatever holds data.pkl.
   std::vector<ZipMember> renamed{{"anything_at_all/data.pkl", pkl.bytes}, {"anything_at_all/data/0", data}};
   CHECK(readTorchCheckpoint(zipArchive(renamed), "t.bin").tensors.size() == 1);
-  CHECK_THAT(errorOfImage(txl::test::bytesOf("PK\x03\x04 not really a zip archive, only its first bytes")), Catch::Contains("no zip end-of-central-directory"));
+  CHECK_THAT(errorOfImage(txl::test::bytesOf("PK\x03\x04 not really a zip archive, only its first bytes")),
+             Catch::Contains("no zip end-of-central-directory"));
   CHECK_THAT(errorOfImage(txl::test::bytesOf("hello")), Catch::Contains("neither a torch zip archive"));
 }
 
 TEST_CASE("torch checkpoint: views honour offsets and strides; bad views are refused", "[checkpoint]") {
   const auto data = txl::test::floatBytes({0, 1, 2, 3, 4, 5, 6, 7});
   // A transposed [2,3] view at offset 2 of an 8-element storage: element (i, j) is storage[2 + i + 2j].
-  TorchCheckpoint t = readTorchCheckpoint(archive(oneTensor("w", "FloatStorage", 8, 2, {2, 3}, {1, 2}), {{"0", data}}), "t.bin");
+  TorchCheckpoint t =
+      readTorchCheckpoint(archive(oneTensor("w", "FloatStorage", 8, 2, {2, 3}, {1, 2}), {{"0", data}}), "t.bin");
   REQUIRE(t.tensors[0].tensor.shape() == txl::ir::Shape{2, 3});
   const float* v = t.tensors[0].tensor.data<float>();
   CHECK(std::vector<float>(v, v + 6) == std::vector<float>{2, 4, 6, 3, 5, 7});
@@ -324,35 +330,43 @@ TEST_CASE("torch checkpoint: views honour offsets and strides; bad views are ref
     const float f = static_cast<float>(i);  // small integers are exact in F16: sign 0, exponent, mantissa
     std::uint32_t bits;
     std::memcpy(&bits, &f, 4);
-    const std::uint16_t h = i == 0 ? 0 : static_cast<std::uint16_t>((((bits >> 23) & 0xff) - 127 + 15) << 10 | ((bits >> 13) & 0x3ff));
+    const std::uint16_t h =
+        i == 0 ? 0 : static_cast<std::uint16_t>((((bits >> 23) & 0xff) - 127 + 15) << 10 | ((bits >> 13) & 0x3ff));
     halves[2 * i] = static_cast<std::byte>(h & 0xff);
     halves[2 * i + 1] = static_cast<std::byte>(h >> 8);
   }
-  TorchCheckpoint r3 = readTorchCheckpoint(archive(oneTensor("w", "HalfStorage", 24, 0, {4, 3, 2}, {1, 4, 12}), {{"0", halves}}), "t.bin");
+  TorchCheckpoint r3 = readTorchCheckpoint(
+      archive(oneTensor("w", "HalfStorage", 24, 0, {4, 3, 2}, {1, 4, 12}), {{"0", halves}}), "t.bin");
   const float* p3 = r3.tensors[0].tensor.data<float>();
   for (int a = 0; a < 4; ++a)
     for (int b = 0; b < 3; ++b)
       for (int c = 0; c < 2; ++c) CHECK(p3[a * 6 + b * 2 + c] == static_cast<float>(a + 4 * b + 12 * c));
   // Stride 0 (an expanded view) repeats.
-  TorchCheckpoint e = readTorchCheckpoint(archive(oneTensor("w", "FloatStorage", 8, 5, {3}, {0}), {{"0", data}}), "t.bin");
+  TorchCheckpoint e =
+      readTorchCheckpoint(archive(oneTensor("w", "FloatStorage", 8, 5, {3}, {0}), {{"0", data}}), "t.bin");
   CHECK(std::vector<float>(e.tensors[0].tensor.data<float>(), e.tensors[0].tensor.data<float>() + 3) ==
         std::vector<float>{5, 5, 5});
   // Zero elements: no storage access, even past the end.
-  TorchCheckpoint z = readTorchCheckpoint(archive(oneTensor("w", "FloatStorage", 8, 100, {0, 4}, {4, 1}), {{"0", data}}), "t.bin");
+  TorchCheckpoint z =
+      readTorchCheckpoint(archive(oneTensor("w", "FloatStorage", 8, 100, {0, 4}, {4, 1}), {{"0", data}}), "t.bin");
   CHECK(z.tensors[0].tensor.numel() == 0);
   // F64 storage narrowed.
   std::vector<std::byte> doubles(16);
   const double d[2] = {0.5, -3.25};
   std::memcpy(doubles.data(), d, 16);
-  TorchCheckpoint f64 = readTorchCheckpoint(archive(oneTensor("w", "DoubleStorage", 2, 0, {2}, {1}), {{"0", doubles}}), "t.bin");
+  TorchCheckpoint f64 =
+      readTorchCheckpoint(archive(oneTensor("w", "DoubleStorage", 2, 0, {2}, {1}), {{"0", doubles}}), "t.bin");
   CHECK(f64.tensors[0].storedDType == "F64");
   CHECK(f64.tensors[0].tensor.data<float>()[1] == -3.25f);
 
-  CHECK_THAT(errorOfImage(archive(oneTensor("w", "FloatStorage", 8, 0, {3, 3}, {3, 1}), {{"0", data}})),
-             Catch::Contains("t.bin: tensor \"w\": offset 0, size [3,3], stride [3,1] reach element 8 of storage \"0\"'s 8 elements"));
+  CHECK_THAT(
+      errorOfImage(archive(oneTensor("w", "FloatStorage", 8, 0, {3, 3}, {3, 1}), {{"0", data}})),
+      Catch::Contains(
+          "t.bin: tensor \"w\": offset 0, size [3,3], stride [3,1] reach element 8 of storage \"0\"'s 8 elements"));
   CHECK_THAT(errorOfImage(archive(oneTensor("w", "FloatStorage", 8, 0, {1LL << 40, 1LL << 40}, {1, 1}), {{"0", data}})),
              Catch::Contains("tensor \"w\": size [1099511627776,1099511627776] has more than 2^62 elements"));
-  CHECK_THAT(errorOfImage(archive(oneTensor("w", "FloatStorage", 8, 0, {3, 1LL << 20}, {1LL << 62, 1LL << 62}), {{"0", data}})),
+  CHECK_THAT(errorOfImage(
+                 archive(oneTensor("w", "FloatStorage", 8, 0, {3, 1LL << 20}, {1LL << 62, 1LL << 62}), {{"0", data}})),
              Catch::Contains("reach element past 2^64 of storage \"0\"'s 8 elements"));
   // Stride 0 over a huge size: within the storage, but bounded before any allocation.
   CHECK_THAT(errorOfImage(archive(oneTensor("w", "FloatStorage", 8, 0, {1LL << 20, 1LL << 20}, {0, 0}), {{"0", data}})),
@@ -396,7 +410,8 @@ TEST_CASE("torch checkpoint: state dicts whose entries are not what a state dict
   for (int i = 0; i < 100000; ++i) deep.op(']');
   for (int i = 0; i < 99999; ++i) deep.op('a');
   deep.stop();
-  CHECK_THAT(errorOfImage(archive(deep, {})), Catch::Contains("expected a state dict (an OrderedDict of tensors) or a pickled nn.Module"));
+  CHECK_THAT(errorOfImage(archive(deep, {})),
+             Catch::Contains("expected a state dict (an OrderedDict of tensors) or a pickled nn.Module"));
   // A module that contains itself.
   PickleBytes cycle;
   cycle.proto(2).global("mem_transformer", "MemTransformerLM").tuple(0).op(0x81).put(0);

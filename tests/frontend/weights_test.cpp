@@ -216,13 +216,15 @@ TEST_CASE("missing, unexpected, mis-shaped and doubly named tensors", "[weights]
         "model with this spec (attn_type 0, 2 layers, 1 clusters, div_val 1)");
 
   Entries misshaped = without(e, "layers.0.dec_attn.qkv_net.weight");
-  misshaped.emplace_back("layers.0.dec_attn.qkv_net.weight", ref.at("layers.0.dec_attn.qkv_net.weight").reshaped({16, 48}));
+  misshaped.emplace_back("layers.0.dec_attn.qkv_net.weight",
+                         ref.at("layers.0.dec_attn.qkv_net.weight").reshaped({16, 48}));
   CHECK(bindError(spec, misshaped) ==
         "w.safetensors: tensor \"layers.0.dec_attn.qkv_net.weight\": expected shape [48,16], found [16,48]");
 
   Entries twice = e;
   twice.emplace_back("transformer.r_w_bias", ref.at("r_w_bias"));
-  CHECK(bindError(spec, twice) == "w.safetensors: tensors \"r_w_bias\" and \"transformer.r_w_bias\" both give \"r_w_bias\"");
+  CHECK(bindError(spec, twice) ==
+        "w.safetensors: tensors \"r_w_bias\" and \"transformer.r_w_bias\" both give \"r_w_bias\"");
 
   Entries perLayer = without(e, "r_w_bias");
   perLayer.emplace_back("transformer.layers.0.dec_attn.r_w_bias", ref.at("r_w_bias"));
@@ -242,8 +244,9 @@ TEST_CASE("missing, unexpected, mis-shaped and doubly named tensors", "[weights]
   Tensor bias = ref.at("crit.out_layers.0.bias").clone();
   bias.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
   nan.emplace_back("crit.out_layers.0.bias", bias);
-  CHECK(bindError(spec, nan) == "w.safetensors: tensor \"crit.out_layers.0.bias\": element 3 is NaN (1 non-finite "
-                                "values); non-finite weights are refused");
+  CHECK(bindError(spec, nan) ==
+        "w.safetensors: tensor \"crit.out_layers.0.bias\": element 3 is NaN (1 non-finite "
+        "values); non-finite weights are refused");
 }
 
 TEST_CASE("randomWeights: deterministic, complete, tied, layer norms 1 and 0", "[weights]") {

@@ -25,10 +25,12 @@ Graph attentionSample() {
   Node ac = g.add(OpKind::MatMul, {q2, k2}, {{"transpose_b", true}});
   Node pos = g.add(OpKind::PosEncoding, {}, {{"klen", k}, {"d", d}, {"clamp_len", std::int64_t(-1)}});
   Node bd = g.add(OpKind::MatMul, {q2, pos}, {{"transpose_b", true}});
-  Node padded = g.add(OpKind::Pad, {bd}, {{"axis", std::int64_t(1)}, {"before", std::int64_t(1)},
-                                          {"after", std::int64_t(0)}, {"value", 0.0}});
+  Node padded =
+      g.add(OpKind::Pad, {bd},
+            {{"axis", std::int64_t(1)}, {"before", std::int64_t(1)}, {"after", std::int64_t(0)}, {"value", 0.0}});
   Node viewed = g.add(OpKind::Reshape, {padded}, {{"shape", std::vector<std::int64_t>{k + 1, q}}});
-  Node dropped = g.add(OpKind::Slice, {viewed}, {{"axis", std::int64_t(0)}, {"start", std::int64_t(1)}, {"end", k + 1}});
+  Node dropped =
+      g.add(OpKind::Slice, {viewed}, {{"axis", std::int64_t(0)}, {"start", std::int64_t(1)}, {"end", k + 1}});
   Node shifted = g.add(OpKind::Reshape, {dropped}, {{"shape", std::vector<std::int64_t>{q, k}}});
   Node shifted2 = g.add(OpKind::RelShift, {bd});
   Node scores = g.add(OpKind::Add, {ac, shifted});

@@ -20,8 +20,9 @@ struct Segment {
     Node mem = g.add(OpKind::MemRead, {}, {{"slot", std::int64_t(0)}}, TensorType{DType::F32, {3, 1, 4}});
     Node h = g.addWeight("h", {DType::F32, {2, 1, hiddenOk ? 4 : 3}});
     Node cat = g.add(OpKind::Concat, {mem, g.addWeight("x", {DType::F32, {2, 1, 4}})}, {{"axis", std::int64_t(0)}});
-    g.add(OpKind::MemWrite, {g.add(OpKind::Slice, {cat}, {{"axis", std::int64_t(0)}, {"start", std::int64_t(2)},
-                                                          {"end", std::int64_t(5)}})},
+    g.add(OpKind::MemWrite,
+          {g.add(OpKind::Slice, {cat},
+                 {{"axis", std::int64_t(0)}, {"start", std::int64_t(2)}, {"end", std::int64_t(5)}})},
           {{"slot", std::int64_t(0)}});
     g.addOutput(kHidden, h);
     if (nll) {

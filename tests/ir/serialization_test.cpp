@@ -53,8 +53,9 @@ TEST_CASE("the parser infers omitted result types and accepts comments") {
       "  %7 = relu(%0)\n"
       "  output(%7) {name = \"y\"}\n"
       "}\n");
-  CHECK(print(g) ==
-        "graph @g {\n  %0 = input() {name = \"x\"} : f32[2,3]\n  %1 = relu(%0) : f32[2,3]\n  output(%1) {name = \"y\"}\n}\n");
+  CHECK(
+      print(g) ==
+      "graph @g {\n  %0 = input() {name = \"x\"} : f32[2,3]\n  %1 = relu(%0) : f32[2,3]\n  output(%1) {name = \"y\"}\n}\n");
 }
 
 TEST_CASE("parse errors name line, column, expectation and what was found") {
@@ -89,9 +90,11 @@ TEST_CASE("JSON import errors name the JSON pointer") {
   };
   CHECK(err(R"({"format": "txlc-graph/2", "name": "g", "nodes": []})") == "g.json: /format: expected \"txlc-graph/1\"");
   CHECK(err(R"({"format": "txlc-graph/1", "name": "g", "nodes": [{"id": 0, "op": "relu", "operands": [3],
-             "type": {"dtype": "f32", "shape": [2]}}]})") == "g.json: /nodes/0/operands/0: refers to an undefined or later node");
+             "type": {"dtype": "f32", "shape": [2]}}]})") ==
+        "g.json: /nodes/0/operands/0: refers to an undefined or later node");
   CHECK(err(R"({"format": "txlc-graph/1", "name": "g", "nodes": [{"id": 0, "op": "input", "attrs": {"name": "x"},
-             "type": {"dtype": "f32", "shape": [-2]}}]})") == "g.json: /nodes/0/type/shape/0: expected a non-negative integer");
+             "type": {"dtype": "f32", "shape": [-2]}}]})") ==
+        "g.json: /nodes/0/type/shape/0: expected a non-negative integer");
 }
 
 TEST_CASE("DOT output has one node per op and one labelled edge per operand") {

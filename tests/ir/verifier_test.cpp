@@ -68,7 +68,8 @@ TEST_CASE("verifier reports operand count, attributes, dtypes and duplicates") {
   SECTION("out-of-range slice") {
     Graph g;
     Node x = g.addInput("x", {DType::F32, {2, 3}});
-    Node s = g.add(OpKind::Slice, {x}, {{"axis", std::int64_t(1)}, {"start", std::int64_t(0)}, {"end", std::int64_t(3)}});
+    Node s =
+        g.add(OpKind::Slice, {x}, {{"axis", std::int64_t(1)}, {"start", std::int64_t(0)}, {"end", std::int64_t(3)}});
     g.op(s).attrs.set("end", std::int64_t(4));
     g.addOutput("y", s);
     CHECK(verify(g).value() == "%1 = slice(%0): range [0, 4) outside axis 1 of f32[2,3]");
@@ -79,5 +80,6 @@ TEST_CASE("verifyOrThrow prefixes the context") {
   Graph g;
   Node x = g.addInput("x", {DType::F32, {2, 3}});
   g.addOutput("y", g.add(OpKind::Relu, {x}, {}, TensorType{DType::F32, {1}}));
-  CHECK_THROWS_WITH(verifyOrThrow(g, "after fold"), "after fold: %1 = relu(%0): declared type f32[1], inferred f32[2,3]");
+  CHECK_THROWS_WITH(verifyOrThrow(g, "after fold"),
+                    "after fold: %1 = relu(%0): declared type f32[1], inferred f32[2,3]");
 }

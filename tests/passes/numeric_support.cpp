@@ -53,8 +53,8 @@ ir::TensorMap randomInputs(const ir::Graph& g, std::uint64_t seed) {
   for (Node n : g.nodes()) {
     // A mem_window is handed its state window (memory rows first), like a mem_read its memory.
     if (g.kind(n) != OpKind::Input && g.kind(n) != OpKind::MemRead && g.kind(n) != OpKind::MemWindow) continue;
-    std::string name = g.kind(n) == OpKind::Input ? g.op(n).attrs.getString("name")
-                                                   : backend::memName(g.op(n).attrs.getInt("slot"));
+    std::string name =
+        g.kind(n) == OpKind::Input ? g.op(n).attrs.getString("name") : backend::memName(g.op(n).attrs.getInt("slot"));
     const ir::TensorType& type = g.type(n);
     if (type.dtype == DType::I64) {
       Tensor t = Tensor::zeros(type);

@@ -22,11 +22,12 @@ using namespace txl;
 using ir::OpKind;
 
 frontend::ModelSpec spec(nlohmann::json overrides) {
-  nlohmann::json j = {{"n_token", 29}, {"n_layer", 2},     {"n_head", 3},        {"d_model", 12},
-                      {"d_head", 5},   {"d_inner", 20},    {"d_embed", 12},      {"div_val", 1},
-                      {"cutoffs", nlohmann::json::array()}, {"tie_weight", true}, {"pre_lnorm", false},
-                      {"tgt_len", 3},  {"mem_len", 4},     {"same_length", true}, {"attn_type", 0},
-                      {"clamp_len", 2}, {"untie_r", false}, {"ext_len", 0}};
+  nlohmann::json j = {{"n_token", 29},      {"n_layer", 2},        {"n_head", 3},
+                      {"d_model", 12},      {"d_head", 5},         {"d_inner", 20},
+                      {"d_embed", 12},      {"div_val", 1},        {"cutoffs", nlohmann::json::array()},
+                      {"tie_weight", true}, {"pre_lnorm", false},  {"tgt_len", 3},
+                      {"mem_len", 4},       {"same_length", true}, {"attn_type", 0},
+                      {"clamp_len", 2},     {"untie_r", false},    {"ext_len", 0}};
   for (auto& [k, v] : overrides.items()) j[k] = v;
   return frontend::parseModelSpec(j, "test-spec");
 }
@@ -40,13 +41,15 @@ struct Case {
 std::vector<Case> cases() {
   return {
       {"3 heads of 5, clamp_len 2, same_length", spec({}), {{3, 4}, {1, 4}, {3, 0}, {2, 2}, {5, 4}, {6, 0}}},
-      {"untie_r, pre_lnorm", spec({{"untie_r", true}, {"pre_lnorm", true}, {"same_length", false}}),
+      {"untie_r, pre_lnorm",
+       spec({{"untie_r", true}, {"pre_lnorm", true}, {"same_length", false}}),
        {{3, 4}, {1, 0}, {5, 3}}},
       {"adaptive embedding and softmax",
        spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"div_val", 2}, {"tie_projs", {false, true, true}}}),
        {{3, 4}, {1, 3}}},
       {"adaptive softmax, div_val 1, d_embed != d_model",
-       spec({{"n_token", 30}, {"cutoffs", {10}}, {"d_embed", 8}, {"tie_projs", {false, true}}}), {{2, 4}}},
+       spec({{"n_token", 30}, {"cutoffs", {10}}, {"d_embed", 8}, {"tie_projs", {false, true}}}),
+       {{2, 4}}},
       {"attn_type 2, pre_lnorm",
        spec({{"attn_type", 2}, {"mem_len", 0}, {"same_length", false}, {"pre_lnorm", true}, {"clamp_len", -1}}),
        {{3, 0}, {1, 0}}},
@@ -121,8 +124,8 @@ TEST_CASE("the default pipeline keeps whole segment graphs equal on both executo
           CHECK(count(optimized, OpKind::MaskedFill) == 0);
           for (ir::Node n : optimized.nodesOfKind(OpKind::Add))
             for (ir::Node o : optimized.operands(n))
-              CHECK_FALSE((optimized.kind(o) == OpKind::Weight &&
-                           optimized.op(o).attrs.getString("name").find("r_") == 0));
+              CHECK_FALSE(
+                  (optimized.kind(o) == OpKind::Weight && optimized.op(o).attrs.getString("name").find("r_") == 0));
         }
         // The score scales went into weights: only run-time scales count.
         auto runtimeScales = [](const ir::Graph& g) {
@@ -187,11 +190,14 @@ TEST_CASE("fuse-nll: the NLL without log-probabilities, targets at every cluster
   const std::vector<Case> nllCases = {
       {"no clusters", spec({}), {}},
       {"div_val 1, cutoffs 10 and 20 (slices of one table, as WT103)",
-       spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"tie_projs", {false, false, false}}}), {}},
-      {"div_val 2, cutoffs 10 and 20", spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"div_val", 2},
-                                              {"tie_projs", {false, true, true}}}), {}},
-      {"div_val 1, d_embed != d_model", spec({{"n_token", 30}, {"cutoffs", {10}}, {"d_embed", 8},
-                                               {"tie_projs", {false, true}}}), {}},
+       spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"tie_projs", {false, false, false}}}),
+       {}},
+      {"div_val 2, cutoffs 10 and 20",
+       spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"div_val", 2}, {"tie_projs", {false, true, true}}}),
+       {}},
+      {"div_val 1, d_embed != d_model",
+       spec({{"n_token", 30}, {"cutoffs", {10}}, {"d_embed", 8}, {"tie_projs", {false, true}}}),
+       {}},
   };
   for (const Case& c : nllCases) {
     DYNAMIC_SECTION(c.name) {
@@ -228,7 +234,8 @@ TEST_CASE("fuse-nll: the NLL without log-probabilities, targets at every cluster
 
 TEST_CASE("fuse-nll does not fire when the graph also outputs the log-probabilities") {
   const Case c{"div_val 1, cutoffs 10 and 20",
-               spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"tie_projs", {false, false, false}}}), {}};
+               spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"tie_projs", {false, false, false}}}),
+               {}};
   frontend::SegmentShape shape = frontend::defaultShape(c.spec, 1, 3, 4);
   ir::Graph g = frontend::buildSegmentGraph(c.spec, shape);  // logprob and nll
   ir::PassContext ctx;
@@ -237,6 +244,7 @@ TEST_CASE("fuse-nll does not fire when the graph also outputs the log-probabilit
   CHECK(count(g, OpKind::LogprobPick) == 0);
   CHECK(count(g, OpKind::Pick) == 1);
   bool remarked = false;
-  for (const auto& r : ctx.remarks) remarked |= r.pass == "fuse-nll" && !r.applied && r.message.find("output \"logprob\"") != std::string::npos;
+  for (const auto& r : ctx.remarks)
+    remarked |= r.pass == "fuse-nll" && !r.applied && r.message.find("output \"logprob\"") != std::string::npos;
   CHECK(remarked);
 }

@@ -18,11 +18,25 @@ namespace {
 using namespace txl;
 
 frontend::ModelSpec spec(std::int64_t layers, bool untieR) {
-  nlohmann::json j = {{"n_token", 29},    {"n_layer", layers}, {"n_head", 3},          {"d_model", 12},
-                      {"d_head", 5},      {"d_inner", 20},     {"d_embed", 12},        {"div_val", 1},
-                      {"cutoffs", {10}},  {"tie_weight", true}, {"pre_lnorm", false},  {"tgt_len", 3},
-                      {"mem_len", 4},     {"same_length", true}, {"attn_type", 0},     {"clamp_len", 2},
-                      {"untie_r", untieR},  {"ext_len", 0},      {"tie_projs", {false, true}}};
+  nlohmann::json j = {{"n_token", 29},
+                      {"n_layer", layers},
+                      {"n_head", 3},
+                      {"d_model", 12},
+                      {"d_head", 5},
+                      {"d_inner", 20},
+                      {"d_embed", 12},
+                      {"div_val", 1},
+                      {"cutoffs", {10}},
+                      {"tie_weight", true},
+                      {"pre_lnorm", false},
+                      {"tgt_len", 3},
+                      {"mem_len", 4},
+                      {"same_length", true},
+                      {"attn_type", 0},
+                      {"clamp_len", 2},
+                      {"untie_r", untieR},
+                      {"ext_len", 0},
+                      {"tie_projs", {false, true}}};
   return frontend::parseModelSpec(j, "test-spec");
 }
 
@@ -50,10 +64,10 @@ TEST_CASE("the rewrite driver's visits grow linearly with the number of layers")
         const Cost small = pipelineCost(spec(4, untie), qlen, target);
         const Cost large = pipelineCost(spec(40, untie), qlen, target);
         const double ratio = double(large.visits) / double(small.visits);
-        INFO((target ? "onednn" : "no target") << ", qlen " << qlen << (untie ? ", untie_r" : "") << ": "
-                                               << small.visits << " visits for 4 layers (" << small.nodes
-                                               << " nodes), " << large.visits << " for 40 (" << large.nodes
-                                               << " nodes): " << ratio << "x");
+        INFO((target ? "onednn" : "no target")
+             << ", qlen " << qlen << (untie ? ", untie_r" : "") << ": " << small.visits << " visits for 4 layers ("
+             << small.nodes << " nodes), " << large.visits << " for 40 (" << large.nodes << " nodes): " << ratio
+             << "x");
         CHECK(small.visits > 0);
         CHECK(ratio < 11.0);  // 10x the layers; a quadratic pass would give ~100x
         CHECK(ratio > 5.0);   // the count does measure the passes' work

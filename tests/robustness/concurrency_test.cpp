@@ -82,7 +82,8 @@ void checkConcurrentEqualsSequential(const std::string& backendName, bool litera
 
 }  // namespace
 
-TEST_CASE("sessions on several threads sharing one model match running them one after another", "[robustness][threads]") {
+TEST_CASE("sessions on several threads sharing one model match running them one after another",
+          "[robustness][threads]") {
   SECTION("oneDNN executor, default pipeline") { checkConcurrentEqualsSequential("onednn", false); }
   SECTION("oneDNN executor, literal graph") { checkConcurrentEqualsSequential("onednn", true); }
   SECTION("reference interpreter, literal graph") { checkConcurrentEqualsSequential("reference", true); }

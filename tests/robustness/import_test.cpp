@@ -38,7 +38,8 @@ nlohmann::json runJson(const std::vector<std::string>& args, const std::string& 
 
 }  // namespace
 
-TEST_CASE("a Hugging Face checkpoint folder runs as it is and as its import, with the same outputs", "[robustness][cli]") {
+TEST_CASE("a Hugging Face checkpoint folder runs as it is and as its import, with the same outputs",
+          "[robustness][cli]") {
   const std::string dir = txl::test::makeTempDir("txlc-import");
   // The folder a hub user has: config.json, pytorch_model.bin, vocab.pkl.
   fs::create_directory(dir + "/hf");

@@ -94,8 +94,9 @@ TEST_CASE("txlc compile killed mid-write leaves no partial artifact", "[robustne
   std::ofstream(dir + "/big.json") << R"({"n_token": 1000, "n_layer": 2, "n_head": 16, "d_model": 1024,
     "d_head": 64, "d_inner": 4096, "tgt_len": 4, "mem_len": 4})";
   const std::string dest = dir + "/big.txla";
-  const pid_t child = test::startProcess(
-      {TXLC_PATH, "compile", "big.json", "--random-weights", "--backend", "reference", "--passes", "none", "-o", "big.txla"}, dir);
+  const pid_t child = test::startProcess({TXLC_PATH, "compile", "big.json", "--random-weights", "--backend",
+                                          "reference", "--passes", "none", "-o", "big.txla"},
+                                         dir);
   REQUIRE(child > 0);
   const std::string tmp = dest + ".tmp." + std::to_string(child);
   const bool caught = waitForGrowth(tmp, 1 << 20, child, 600);

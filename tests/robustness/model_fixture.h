@@ -20,13 +20,12 @@ namespace txl::test {
 // The model of tests/conformance/<name>, with its weights, compiled for
 // `backend` with the default pipeline (or the literal graph: `literal`).
 inline std::shared_ptr<backend::CompiledModel> conformanceModel(const std::string& name, const std::string& backend,
-                                                                 std::int64_t batch = 1, bool literal = false) {
+                                                                std::int64_t batch = 1, bool literal = false) {
   const std::string dir = std::string(TXL_TEST_DATA_DIR) + "/conformance/" + name;
   std::ifstream f(dir + "/case.json");
   std::stringstream text;
   text << f.rdbuf();
-  frontend::ModelSpec spec =
-      frontend::parseModelSpec(nlohmann::json::parse(text.str())["config"], dir + "/case.json");
+  frontend::ModelSpec spec = frontend::parseModelSpec(nlohmann::json::parse(text.str())["config"], dir + "/case.json");
   auto file = frontend::SafetensorsFile::open(dir + "/weights.safetensors");
   frontend::WeightMap weights = frontend::bindWeights(spec, file);
   const driver::Model model = driver::modelFrom(spec, weights);

@@ -31,39 +31,39 @@ std::vector<std::string> nllOf(backend::Session& s, const std::vector<ir::Tensor
 
 TEST_CASE("a session saved, reset and restored mid-stream continues bit for bit", "[robustness][state]") {
   for (const bool literal : {false, true})
-  for (const std::string backendName : {"onednn", "reference"}) {
-    INFO("backend " << backendName << (literal ? ", literal graph" : ", default pipeline"));
-    auto model = test::conformanceModel("tiny_base", backendName, 2, literal);
-    const std::int64_t nToken = model->info().nToken;
-    auto tokens = test::tokenStream(7, 5, 4, 2, nToken), targets = test::tokenStream(8, 5, 4, 2, nToken);
-    auto other = test::tokenStream(9, 2, 3, 2, nToken);
+    for (const std::string backendName : {"onednn", "reference"}) {
+      INFO("backend " << backendName << (literal ? ", literal graph" : ", default pipeline"));
+      auto model = test::conformanceModel("tiny_base", backendName, 2, literal);
+      const std::int64_t nToken = model->info().nToken;
+      auto tokens = test::tokenStream(7, 5, 4, 2, nToken), targets = test::tokenStream(8, 5, 4, 2, nToken);
+      auto other = test::tokenStream(9, 2, 3, 2, nToken);
 
-    backend::Session whole(model);
-    const auto expected = nllOf(whole, tokens, targets, 0, 5);
+      backend::Session whole(model);
+      const auto expected = nllOf(whole, tokens, targets, 0, 5);
 
-    backend::Session s(model);
-    CHECK(nllOf(s, tokens, targets, 0, 2) == std::vector(expected.begin(), expected.begin() + 2));
-    ir::TensorMap saved = s.saveState();
-    REQUIRE(s.mlen() > 0);
+      backend::Session s(model);
+      CHECK(nllOf(s, tokens, targets, 0, 2) == std::vector(expected.begin(), expected.begin() + 2));
+      ir::TensorMap saved = s.saveState();
+      REQUIRE(s.mlen() > 0);
 
-    // Through a state file on disk, as `txlc run --state-out/--state-in` does.
-    const std::string dir = test::makeTempDir("txlc-state");
-    std::vector<std::pair<std::string, ir::Tensor>> tensors(saved.begin(), saved.end());
-    frontend::writeSafetensors(dir + "/state.safetensors", tensors);
-    auto file = frontend::SafetensorsFile::open(dir + "/state.safetensors");
-    ir::TensorMap restored;
-    for (const auto& name : file.names()) restored[name] = file.toF32(name).clone();
-    std::filesystem::remove_all(dir);
+      // Through a state file on disk, as `txlc run --state-out/--state-in` does.
+      const std::string dir = test::makeTempDir("txlc-state");
+      std::vector<std::pair<std::string, ir::Tensor>> tensors(saved.begin(), saved.end());
+      frontend::writeSafetensors(dir + "/state.safetensors", tensors);
+      auto file = frontend::SafetensorsFile::open(dir + "/state.safetensors");
+      ir::TensorMap restored;
+      for (const auto& name : file.names()) restored[name] = file.toF32(name).clone();
+      std::filesystem::remove_all(dir);
 
-    // Reset: the next segment starts a fresh stream, as a new session would.
-    s.reset();
-    CHECK(s.mlen() == 0);
-    CHECK(nllOf(s, tokens, targets, 0, 1) == std::vector(expected.begin(), expected.begin() + 1));
-    for (const auto& t : other) s.forward(t);  // disturb the memory
+      // Reset: the next segment starts a fresh stream, as a new session would.
+      s.reset();
+      CHECK(s.mlen() == 0);
+      CHECK(nllOf(s, tokens, targets, 0, 1) == std::vector(expected.begin(), expected.begin() + 1));
+      for (const auto& t : other) s.forward(t);  // disturb the memory
 
-    s.loadState(restored);
-    CHECK(nllOf(s, tokens, targets, 2, 5) == std::vector(expected.begin() + 2, expected.end()));
-  }
+      s.loadState(restored);
+      CHECK(nllOf(s, tokens, targets, 2, 5) == std::vector(expected.begin() + 2, expected.end()));
+    }
 }
 
 TEST_CASE("a state of the wrong shape is refused naming the tensor", "[robustness][state]") {

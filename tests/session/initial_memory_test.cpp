@@ -16,9 +16,17 @@ namespace {
 constexpr std::int64_t kBatch = 2, kVocab = 37;
 
 frontend::ModelSpec spec(std::int64_t memLen, bool preNorm, const char* semantics, bool sameLength = false) {
-  nlohmann::json j = {{"n_token", kVocab}, {"n_layer", 2},   {"n_head", 3},           {"d_model", 16},
-                      {"d_head", 5},       {"d_inner", 24},  {"tgt_len", 4},          {"mem_len", memLen},
-                      {"pre_lnorm", preNorm}, {"untie_r", true}, {"same_length", sameLength},
+  nlohmann::json j = {{"n_token", kVocab},
+                      {"n_layer", 2},
+                      {"n_head", 3},
+                      {"d_model", 16},
+                      {"d_head", 5},
+                      {"d_inner", 24},
+                      {"tgt_len", 4},
+                      {"mem_len", memLen},
+                      {"pre_lnorm", preNorm},
+                      {"untie_r", true},
+                      {"same_length", sameLength},
                       {"semantics", semantics}};
   return frontend::parseModelSpec(j, "tiny.json");
 }
@@ -159,8 +167,8 @@ TEST_CASE("zero initial memory: reset() and a saved state start the stream again
 
 TEST_CASE("fully masked rows: refused with the authors' semantics, uniform with Hugging Face's", "[session]") {
   // same_length with no memory: no query sees any key.
-  nlohmann::json j = {{"n_token", kVocab}, {"n_layer", 2}, {"n_head", 3}, {"d_model", 16}, {"d_head", 5},
-                      {"d_inner", 24}, {"tgt_len", 4}, {"mem_len", 0}, {"same_length", true}};
+  nlohmann::json j = {{"n_token", kVocab}, {"n_layer", 2}, {"n_head", 3},  {"d_model", 16},      {"d_head", 5},
+                      {"d_inner", 24},     {"tgt_len", 4}, {"mem_len", 0}, {"same_length", true}};
   CHECK_THROWS_WITH(frontend::parseModelSpec(j, "spec.json"), Catch::Contains("/same_length"));
   {
     // A run setting that makes every row fully masked is refused before anything runs.

@@ -82,8 +82,8 @@ using namespace txl;
 namespace {
 
 std::shared_ptr<backend::CompiledModel> compile(const std::string& memory, std::int64_t memLen) {
-  nlohmann::json j = {{"n_token", 37}, {"n_layer", 2},  {"n_head", 3},  {"d_model", 16},        {"d_head", 5},
-                      {"d_inner", 24}, {"tgt_len", 4},  {"mem_len", memLen}, {"clamp_len", 6}, {"same_length", true}};
+  nlohmann::json j = {{"n_token", 37}, {"n_layer", 2}, {"n_head", 3},       {"d_model", 16},  {"d_head", 5},
+                      {"d_inner", 24}, {"tgt_len", 4}, {"mem_len", memLen}, {"clamp_len", 6}, {"same_length", true}};
   const frontend::ModelSpec spec = frontend::parseModelSpec(j, "tiny.json");
   const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 3));
   driver::Setting setting = driver::defaultSetting(model);

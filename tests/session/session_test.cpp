@@ -13,8 +13,8 @@ using namespace txl;
 namespace {
 
 frontend::ModelSpec tinySpec(std::int64_t memLen, bool preNorm = false) {
-  nlohmann::json j = {{"n_token", 37}, {"n_layer", 2},  {"n_head", 3},       {"d_model", 16},
-                      {"d_head", 5},   {"d_inner", 24}, {"tgt_len", 4},      {"mem_len", memLen},
+  nlohmann::json j = {{"n_token", 37},        {"n_layer", 2},    {"n_head", 3},   {"d_model", 16},
+                      {"d_head", 5},          {"d_inner", 24},   {"tgt_len", 4},  {"mem_len", memLen},
                       {"pre_lnorm", preNorm}, {"untie_r", true}, {"clamp_len", 6}};
   return frontend::parseModelSpec(j, "tiny.json");
 }
@@ -144,10 +144,9 @@ std::shared_ptr<backend::CompiledModel> unpadded(const std::shared_ptr<backend::
   backend::ModelInfo info = model->info();
   info.padWarmup = false;
   std::shared_ptr<backend::Executor> executor(std::shared_ptr<backend::Executor>{}, &model->executor());
-  return std::make_shared<backend::CompiledModel>(info, model->weights(), executor,
-                                                  [model](const backend::SegmentKey& k, ir::ConstantEvaluator* c) {
-                                                    return model->buildGraph(k, c);
-                                                  });
+  return std::make_shared<backend::CompiledModel>(
+      info, model->weights(), executor,
+      [model](const backend::SegmentKey& k, ir::ConstantEvaluator* c) { return model->buildGraph(k, c); });
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ std::vector<CheckDirective> parseCheckDirectives(const std::string& checkText) {
 
 std::optional<std::string> matchChecks(const std::vector<CheckDirective>& checks, const std::string& output) {
   auto lines = splitLines(output);
-  std::size_t next = 0;        // first line a CHECK may match
+  std::size_t next = 0;  // first line a CHECK may match
   std::optional<std::size_t> lastMatch;
   std::vector<const CheckDirective*> pendingNots;
   auto where = [](const CheckDirective& c) { return "check line " + std::to_string(c.line) + " '" + c.pattern + "'"; };

@@ -60,7 +60,7 @@ TEST_CASE("scoring predicts every token after the first, in segments with the la
 TEST_CASE("with memory holding the whole past, segment length does not change the score", "[scorer]") {
   auto spec = tinySpec();
   auto ids = sequence(25, spec.n_token);
-  ScoreResult whole = score(spec, ids, 1, 24, 0);  // one segment
+  ScoreResult whole = score(spec, ids, 1, 24, 0);   // one segment
   ScoreResult pieces = score(spec, ids, 1, 4, 24);  // six segments, nothing forgotten
   CHECK(pieces.scored == whole.scored);
   CHECK(pieces.nllSum == Approx(whole.nllSum).epsilon(1e-5));
@@ -78,11 +78,13 @@ TEST_CASE("batch cuts contiguous streams and drops the remainder", "[scorer]") {
   // Stream 1 alone (tokens 7..13) scores what it scored inside the batch.
   std::vector<std::int64_t> one(ids.begin() + 7, ids.begin() + 14);
   ScoreResult alone = score(spec, one, 1, 4, 4, true);
-  for (int t = 0; t < 6; ++t) CHECK(alone.perToken[std::size_t(t)] == Approx(r.perToken[std::size_t(6 + t)]).epsilon(1e-5));
+  for (int t = 0; t < 6; ++t)
+    CHECK(alone.perToken[std::size_t(t)] == Approx(r.perToken[std::size_t(6 + t)]).epsilon(1e-5));
 }
 
 TEST_CASE("too few tokens to predict anything is an error naming the input", "[scorer]") {
   auto spec = tinySpec();
   std::vector<std::int64_t> ids = {1, 2, 3};
-  REQUIRE_THROWS_WITH(score(spec, ids, 2, 4, 4), "input: 3 tokens, expected at least 4 (2 per stream with batch 2) to predict anything");
+  REQUIRE_THROWS_WITH(score(spec, ids, 2, 4, 4),
+                      "input: 3 tokens, expected at least 4 (2 per stream with batch 2) to predict anything");
 }

@@ -10,8 +10,10 @@ TEST_CASE("token ids: whitespace separated, checked against n_token with line an
   CHECK(parseTokenIds(" 1 2\n3\t4 \n", "ids.txt", 10) == std::vector<std::int64_t>{1, 2, 3, 4});
   REQUIRE_THROWS_WITH(parseTokenIds("1 2\n3 -1", "ids.txt", 10),
                       "ids.txt: line 2 column 3: expected a token id in [0, 10), got \"-1\"");
-  REQUIRE_THROWS_WITH(parseTokenIds("1 10", "ids.txt", 10), "ids.txt: line 1 column 3: expected a token id in [0, 10), got \"10\"");
-  REQUIRE_THROWS_WITH(parseTokenIds("1 x", "ids.txt", 10), "ids.txt: line 1 column 3: expected a token id in [0, 10), got \"x\"");
+  REQUIRE_THROWS_WITH(parseTokenIds("1 10", "ids.txt", 10),
+                      "ids.txt: line 1 column 3: expected a token id in [0, 10), got \"10\"");
+  REQUIRE_THROWS_WITH(parseTokenIds("1 x", "ids.txt", 10),
+                      "ids.txt: line 1 column 3: expected a token id in [0, 10), got \"x\"");
   REQUIRE_THROWS_AS(parseTokenIds("99999999999999999999", "ids.txt", 10), txl::Error);
 }
 

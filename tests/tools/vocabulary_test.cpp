@@ -36,8 +36,9 @@ TEST_CASE("char vocabulary names line, column and character of an unknown one", 
 
 TEST_CASE("char vocabulary refuses invalid UTF-8 with its byte", "[vocabulary]") {
   Vocabulary v = chars({"a"});
-  REQUIRE_THROWS_WITH(v.encode("a\xff", "t.txt"), Contains("line 1 column 2 (byte 1): expected UTF-8 text, got the invalid byte 0xFF"));
-  REQUIRE_THROWS_WITH(v.encode("\xc3", "t.txt"), Contains("invalid byte 0xC3"));  // truncated sequence
+  REQUIRE_THROWS_WITH(v.encode("a\xff", "t.txt"),
+                      Contains("line 1 column 2 (byte 1): expected UTF-8 text, got the invalid byte 0xFF"));
+  REQUIRE_THROWS_WITH(v.encode("\xc3", "t.txt"), Contains("invalid byte 0xC3"));      // truncated sequence
   REQUIRE_THROWS_WITH(v.encode("\xc0\xaf", "t.txt"), Contains("invalid byte 0xC0"));  // overlong
 }
 
@@ -88,5 +89,6 @@ TEST_CASE("bundled vocabularies load with their sizes and specials", "[vocabular
   CHECK(w.size() == 11292);
   CHECK(w.eosId() == 0);
   CHECK(w.unkId() == 1);
-  REQUIRE_THROWS_WITH(Vocabulary::load("/nonexistent/vocab.txt"), "/nonexistent/vocab.txt: cannot open the vocabulary file");
+  REQUIRE_THROWS_WITH(Vocabulary::load("/nonexistent/vocab.txt"),
+                      "/nonexistent/vocab.txt: cannot open the vocabulary file");
 }
