@@ -15,6 +15,8 @@ namespace txl::tools {
 CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& what);
 inline CLI::Validator positiveInt() { return integerIn(1, std::int64_t(1) << 40, "a positive integer"); }
 inline CLI::Validator nonNegativeInt() { return integerIn(0, std::int64_t(1) << 40, "a non-negative integer"); }
+// --threads: 0 (OpenMP's default) or a count up to the bound txlc accepts.
+inline CLI::Validator threadCountCheck() { return integerIn(0, 4096, "a thread count in [0, 4096]"); }
 // A real number in [min, max] (open at min when `openMin`).
 CLI::Validator realIn(double min, double max, bool openMin, const std::string& what);
 

@@ -92,7 +92,7 @@ int run(const Options& o) {
 void registerGenerate(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("generate", "sample text from a prompt, one token at a time with the memory");
-  o->model.add(*cmd, /*withBatch=*/false);
+  o->model.add(*cmd, ModelFlags::Shape::NoBatch);
   cmd->add_option("--prompt", o->prompt, "the text to continue")->required();
   cmd->add_option("-n,--tokens", o->count, "tokens to generate (default 200)")->check(nonNegativeInt());
   cmd->add_flag("--greedy", o->sampler.greedy, "always the most likely token");

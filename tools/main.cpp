@@ -8,6 +8,7 @@
 #include "ir/check.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
+#include "driver/build_info.h"
 #include "driver/model.h"
 
 int main(int argc, char** argv) {
@@ -15,10 +16,10 @@ int main(int argc, char** argv) {
   using txl::oneLine;
   CLI::App app{"txlc: a compiler for Transformer-XL language models on oneDNN", "txlc"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "txlc 0.1.0");
+  app.set_version_flag("--version", txl::driver::versionText());
   Action action;
-  registerBench(app, action);
   detectEmbeddedArtifact();  // a standalone executable: MODEL is the artifact it carries
+  registerBench(app, action);
   if (!embeddedArtifact()) registerConformance(app, action);
   if (!embeddedArtifact()) registerCompile(app, action);
   if (!embeddedArtifact()) registerInspect(app, action);

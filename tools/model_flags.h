@@ -28,8 +28,11 @@ struct ModelFlags {
   CLI::Option *weightsOpt = nullptr, *vocabOpt = nullptr, *batchOpt = nullptr, *qlenOpt = nullptr, *memLenOpt = nullptr,
               *clampLenOpt = nullptr, *initialMemoryOpt = nullptr;
 
-  // `withBatch`: the command accepts --batch.
-  void add(CLI::App& cmd, bool withBatch = true);
+  // Which of the shape flags the command takes as ModelFlags: all; all but
+  // --batch (generate); none of --batch, --qlen, --mem-len and --threads
+  // (bench, which takes lists of them).
+  enum class Shape { All, NoBatch, None };
+  void add(CLI::App& cmd, Shape shape = Shape::All);
   // Applies --threads, then loads the model.
   Model open() const;
   OpenOptions openOptions() const;  // --weights and --vocab
