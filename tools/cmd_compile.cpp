@@ -6,6 +6,7 @@
 // standalone executable (driver/standalone.h). A summary goes to stderr;
 // --json prints it on stdout.
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "tools/exit_codes.h"
 #include "driver/compile.h"
 #include "tools/model_flags.h"
+#include "driver/runtime_libraries.h"
 #include "driver/standalone.h"
 
 namespace txl::tools {
@@ -66,11 +68,22 @@ int run(const Options& o) {
   }
 
   std::vector<std::byte> bytes = serializeArtifact(a);
-  if (o.emit == "exe") writeStandalone(o.output, bytes);
-  else writeArtifact(o.output, a);
+  if (o.emit == "exe") {
+    const std::filesystem::path out(o.output);
+    const std::string libs =
+        (out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path()) / kRuntimeLibraryFolder;
+    summary["libraries"] = bundleRuntimeLibraries(libs);
+    summary["library_folder"] = libs;
+    writeStandalone(o.output, bytes);
+  } else {
+    writeArtifact(o.output, a);
+  }
   summary["artifact_bytes"] = bytes.size();
   summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) std::cout << summary.dump(2) << std::endl;
+  if (o.emit == "exe")
+    std::cerr << "txlc: copied the libraries the executable needs beyond the C library to "
+              << summary["library_folder"].get<std::string>() << "/ (keep it beside " << o.output << ")" << std::endl;
   std::cerr << "txlc: wrote " << o.output << " (" << (o.emit == "exe" ? "standalone executable, " : "") << "artifact "
             << bytes.size() << " bytes; " << a.graphs.size() << " graphs for batch " << B << ", qlen " << Q
             << ", mem_len " << M << "; main graph " << mainNodes << " nodes)" << std::endl;
