@@ -195,13 +195,6 @@ std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::
   return rows;
 }
 
-std::string modelForm(const Model& m) {
-  if (m.artifact) return m.path == kEmbeddedModelPath ? "embedded" : "artifact";
-  if (std::filesystem::is_directory(m.path)) return "directory";
-  if (m.path.ends_with(".bin") || m.path.ends_with(".pt") || m.path.ends_with(".pth")) return "checkpoint";
-  return "spec";
-}
-
 double stddevOf(const std::vector<double>& v, double mean) {
   if (v.size() < 2) return 0;
   double ss = 0;
@@ -241,7 +234,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
                 std::to_string(*o.slidingWindow));
   BenchReport r;
   r.model = m.path;
-  r.modelForm = modelForm(m);
+  r.modelForm = m.form;
   r.prefill = o.prefill || o.slidingWindow.has_value();
   r.nll = o.nll;
   r.segments = o.segments;

@@ -78,7 +78,7 @@ struct SlidingWindowRow {
 };
 
 struct BenchReport {
-  std::string model, modelForm;  // as named; "directory", "spec", "checkpoint", "artifact" or "embedded"
+  std::string model, modelForm;  // as named; Model::form
   std::string semantics, initialMemory, backend, memoryForm;
   std::int64_t batch = 1, qlen = 0, memLen = 0, mlen = 0;  // mlen: remembered positions in the timed segments
   int threads = 0, segments = 0, warmup = 0, repetitions = 0;

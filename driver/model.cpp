@@ -45,12 +45,16 @@ Model openModel(const std::string& path, const OpenOptions& options) {
   Model m;
   m.path = path;
   const bool embedded = path == kEmbeddedModelPath && embeddedArtifact();
-  if (embedded || looksLikeArtifact(path)) {
+  const bool artifactFile = !embedded && looksLikeArtifact(path);
+  const std::optional<StandaloneTrailer> exe = embedded || artifactFile ? std::nullopt : readStandaloneTrailer(path);
+  if (embedded || artifactFile || exe) {
+    m.form = embedded ? "embedded" : exe ? "executable" : "artifact";
     if (options.weights) throw Error("--weights: " + path + " is a compiled artifact that holds its weights");
     if (options.randomWeights)
       throw Error("--random-weights: " + path + " is a compiled artifact that holds its weights");
     LoadedArtifact loaded =
         embedded ? readArtifact(embeddedArtifact()->exePath, embeddedArtifact()->offset, embeddedArtifact()->length)
+        : exe    ? readArtifact(path, exe->offset, exe->length)
                  : readArtifact(path);
     auto a = std::make_shared<Artifact>(std::move(loaded.artifact));
     m.spec = a->spec;
@@ -68,6 +72,10 @@ Model openModel(const std::string& path, const OpenOptions& options) {
   load.randomWeights = options.randomWeights;
   load.seed = options.seed;
   frontend::LoadedModel loaded = frontend::loadModel(path, options.weights, load);
+  m.form = std::filesystem::is_directory(path) ? "directory" : "spec";
+  if (loaded.weightsPath.ends_with(".bin") || loaded.weightsPath.ends_with(".pt") ||
+      loaded.weightsPath.ends_with(".pth"))
+    m.form = "checkpoint";
   for (const auto& w : loaded.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
   m.spec = std::move(loaded.spec);
   m.weights = std::move(loaded.weights);
@@ -96,6 +104,7 @@ frontend::ModelSpec openSpec(const std::string& path, const OpenOptions& options
 Model modelFrom(frontend::ModelSpec spec, ir::TensorMap weights, std::string path) {
   Model m;
   m.path = path.empty() ? spec.source : std::move(path);
+  m.form = "spec";
   m.spec = std::move(spec);
   m.weights = std::move(weights);  // modelId left empty: hashing every weight is for those who need it
   return m;

@@ -26,6 +26,7 @@ void registerScore(CLI::App& app, Action& action);
 void registerGenerate(CLI::App& app, Action& action);
 void registerRun(CLI::App& app, Action& action);
 void registerImport(CLI::App& app, Action& action);  // cmd_import.cpp
+void registerInfo(CLI::App& app, Action& action);    // cmd_info.cpp
 
 // Options every command that builds graphs shares: --backend, --passes,
 // --disable-pass, --print-after-all, --print-after, --time-passes.

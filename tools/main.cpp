@@ -10,13 +10,27 @@
 #include "tools/exit_codes.h"
 #include "driver/build_info.h"
 #include "driver/model.h"
+#include "driver/model_summary.h"
 
 int main(int argc, char** argv) {
   using namespace txl::tools;
   using txl::oneLine;
   CLI::App app{"txlc: a compiler for Transformer-XL language models on oneDNN", "txlc"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", txl::driver::versionText());
+  app.set_version_flag("--version", [] {
+    std::string text = txl::driver::versionText();
+    if (!embeddedArtifact()) return text;
+    // A standalone executable names the model it carries first.
+    try {
+      const nlohmann::json d = describeModel(openModel(kEmbeddedModelPath, {}));
+      const nlohmann::json& sp = d["spec"];
+      return "standalone executable of model " + d["model_id"].get<std::string>() + " (" +
+             std::to_string(sp.value("n_layer", 0)) + " layers, d_model " + std::to_string(sp.value("d_model", 0)) +
+             ", " + std::to_string(sp.value("n_token", 0)) + " tokens; `info` describes it)\n" + text;
+    } catch (const txl::Error& e) {
+      return "standalone executable whose model cannot be read: " + oneLine(e.what()) + "\n" + text;
+    }
+  });
   Action action;
   detectEmbeddedArtifact();  // a standalone executable: MODEL is the artifact it carries
   registerBench(app, action);
@@ -27,6 +41,7 @@ int main(int argc, char** argv) {
   registerGenerate(app, action);
   registerRun(app, action);
   if (!embeddedArtifact()) registerImport(app, action);
+  registerInfo(app, action);
   // An unknown command is named as such: CLI11 would only say that a
   // subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {
