@@ -22,6 +22,16 @@ CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& 
       what == "a positive integer" ? "POSITIVE" : "INT");
 }
 
+CLI::Validator oneOf(std::vector<std::string> values, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        for (const std::string& v : values)
+          if (s == v) return {};
+        return "expected " + what + ", got '" + s + "'";
+      },
+      "NAME");
+}
+
 CLI::Validator realIn(double min, double max, bool openMin, const std::string& what) {
   return CLI::Validator(
       [=](std::string& s) -> std::string {

@@ -38,6 +38,7 @@
 #include "ir/json_io.h"
 #include "ir/printer.h"
 #include "driver/artifact.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
 #include "driver/graph_stats.h"
@@ -54,6 +55,7 @@ struct Options {
   std::uint64_t seed = 0;
   std::int64_t batch = 1;
   std::optional<std::int64_t> qlen, mlen;
+  int threads = 1;
   PipelineFlags pipeline;
 };
 
@@ -169,6 +171,7 @@ int printMemoryPlan(const Options& o, const Setting& options) {
 }
 
 int run(const Options& o) {
+  applyThreads(o.threads);
   if (o.stage != "input" && o.stage != "optimized")
     throw Error("--stage: expected 'input' or 'optimized', got '" + o.stage + "'");
   if (o.format != "text" && o.format != "json" && o.format != "dot")
@@ -233,14 +236,22 @@ void registerInspect(CLI::App& app, Action& action) {
   auto* w = cmd->add_option("--weights", o->weights, "safetensors weights to load and check (graphs need none)");
   cmd->add_flag("--random-weights", o->randomWeights, "load the model with seeded random weights")->excludes(w);
   cmd->add_option("--seed", o->seed, "seed of --random-weights (default 0)");
-  cmd->add_option("--stage", o->stage, "input (the literal graph) or optimized (default)");
-  cmd->add_option("--format", o->format, "text (default), json or dot");
-  cmd->add_flag("--stats", o->stats, "ops per kind, FLOPs and bytes per segment before and after, and the fusions");
+  cmd->add_option("--stage", o->stage, "input (the literal graph) or optimized (default)")
+      ->check(oneOf({"input", "optimized"}, "'input' or 'optimized'"));
+  cmd->add_option("--format", o->format, "text (default), json or dot")
+      ->check(oneOf({"text", "json", "dot"}, "'text', 'json' or 'dot'"));
+  CLI::Option* stats =
+      cmd->add_flag("--stats", o->stats, "ops per kind, FLOPs and bytes per segment before and after, and the fusions");
   cmd->add_flag("--memory-plan", o->memoryPlan,
-                "the arena plan of a steady-state segment: buffers, arena, lower bound, state and weight bytes");
-  cmd->add_option("--qlen", o->qlen, "segment length (default: the spec's tgt_len)");
-  cmd->add_option("--mlen", o->mlen, "remembered positions (default: the spec's mem_len)");
-  cmd->add_option("--batch", o->batch, "batch size (default 1)");
+                "the arena plan of a steady-state segment: buffers, arena, lower bound, state and weight bytes")
+      ->excludes(stats);
+  cmd->add_option("--qlen", o->qlen, "segment length (default: the spec's tgt_len)")->check(positiveInt());
+  cmd->add_option("--mem-len,--mlen", o->mlen, "remembered positions (default: the spec's mem_len)")
+      ->check(nonNegativeInt());
+  cmd->add_option("--batch", o->batch, "batch size (default 1)")->check(positiveInt());
+  cmd->add_option("--threads", o->threads,
+                  "OpenMP threads for planning on the oneDNN backend (default 1; 0: OpenMP's default)")
+      ->check(threadCountCheck());
   o->pipeline.add(*cmd);
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 }

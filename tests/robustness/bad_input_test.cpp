@@ -443,7 +443,7 @@ std::vector<Row> rows(const std::string& dir) {
        {},
        V{"frob"},
        2,
-       e + "unknown command 'frob'; expected one of: bench, conformance, compile, inspect, score, generate, run, import (run "
+       e + "unknown command 'frob'; expected one of: bench, conformance, compile, inspect, score, generate, run, import, info (run "
            "'txlc --help')"},
       {"cli-unknown-flag",
        {},
@@ -469,8 +469,8 @@ std::vector<Row> rows(const std::string& dir) {
       {"cli-backend",
        {},
        V{"run", "t.txla", "--tokens", "1", "--qlen", "6", "--backend", "gpu"},
-       3,
-       e + "--backend: expected 'onednn' or 'reference', got 'gpu'"},
+       2,
+       e + "--backend: expected 'onednn' or 'reference', got 'gpu' (run 'txlc --help')"},
   };
 }
 
