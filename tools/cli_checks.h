@@ -23,6 +23,15 @@ CLI::Validator oneOf(std::vector<std::string> values, const std::string& what);
 // A real number in [min, max] (open at min when `openMin`).
 CLI::Validator realIn(double min, double max, bool openMin, const std::string& what);
 
+// The name among `candidates` nearest to `word` by edit distance (at most 2,
+// and less than half the word), or "" when none is that close.
+std::string closestName(const std::string& word, const std::vector<std::string>& candidates);
+// When argv[first..argc) names a flag `cmd` does not take: the message
+// "unknown flag '--qlne' for 'score'; did you mean --qlen?" (the suggestion
+// when one is close), else "". Checked before CLI11's own errors, so that a
+// misspelled required flag is named rather than reported missing.
+std::string unknownFlagMessage(const CLI::App& cmd, int first, int argc, char** argv);
+
 // Adds the MODEL positional unless the executable carries its model.
 void addModelArgument(CLI::App& cmd, std::string& model, const std::string& help);
 

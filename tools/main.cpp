@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ir/check.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
 #include "driver/build_info.h"
@@ -46,12 +47,23 @@ int main(int argc, char** argv) {
   // subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {
     const std::string name = argv[1];
-    if (app.get_subcommands([&](CLI::App* c) { return c->check_name(name); }).empty()) {
+    const auto named = app.get_subcommands([&](CLI::App* c) { return c->check_name(name); });
+    if (named.empty()) {
       std::string known;
-      for (const CLI::App* c : app.get_subcommands([](CLI::App* c) { return !c->get_group().empty(); }))
+      std::vector<std::string> names;
+      for (const CLI::App* c : app.get_subcommands([](CLI::App* c) { return !c->get_group().empty(); })) {
         known += (known.empty() ? "" : ", ") + c->get_name();
-      std::cerr << "txlc: error: unknown command '" << oneLine(name) << "'; expected one of: " << known
+        names.push_back(c->get_name());
+      }
+      const std::string near = closestName(name, names);
+      std::cerr << "txlc: error: unknown command '" << oneLine(name) << "'"
+                << (near.empty() ? "" : " (did you mean '" + near + "'?)") << "; expected one of: " << known
                 << " (run 'txlc --help')" << std::endl;
+      return kExitUsage;
+    }
+    // A flag the command does not take is named first, with the nearest it does take.
+    if (const std::string m = unknownFlagMessage(*named.front(), 2, argc, argv); !m.empty()) {
+      std::cerr << "txlc: error: " << oneLine(m) << " (run 'txlc " << name << " --help')" << std::endl;
       return kExitUsage;
     }
   }

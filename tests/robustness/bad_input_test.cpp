@@ -449,7 +449,7 @@ std::vector<Row> rows(const std::string& dir) {
        {},
        V{"run", "t.txla", "--tokens", "1", "--bogus"},
        2,
-       e + "The following argument was not expected: --bogus (run 'txlc --help')"},
+       e + "unknown flag '--bogus' for 'run' (run 'txlc run --help')"},
       {"cli-qlen-zero",
        {},
        V{"run", "t.txla", "--tokens", "1", "--qlen", "0"},
