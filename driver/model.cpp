@@ -73,6 +73,17 @@ Model openModel(const std::string& path, const OpenOptions& options) {
   load.seed = options.seed;
   frontend::LoadedModel loaded = frontend::loadModel(path, options.weights, load);
   m.form = std::filesystem::is_directory(path) ? "directory" : "spec";
+  if (options.randomWeights && m.form == "directory") {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.ends_with(".safetensors") || name.ends_with(".bin") || name.ends_with(".pt")) {
+        std::cerr << "txlc: note: --random-weights: " << oneLine(e.path().string())
+                  << " is not read; the model gets seeded random weights" << std::endl;
+        break;
+      }
+    }
+  }
   if (loaded.weightsPath.ends_with(".bin") || loaded.weightsPath.ends_with(".pt") ||
       loaded.weightsPath.ends_with(".pth"))
     m.form = "checkpoint";

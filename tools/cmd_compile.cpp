@@ -56,6 +56,7 @@ int run(const Options& o) {
   nlohmann::json summary = {{"output", o.output},
                             {"emit", o.emit},
                             {"model_id", a.modelId},
+                            {"random_weights", o.randomWeights},
                             {"batch", B},
                             {"qlen", Q},
                             {"mem_len", M},

@@ -4,7 +4,8 @@
 # executable named as a model and the executable's own `info`; the model id
 # is the same for the directory and what was compiled from it, the artifact
 # names the txlc that compiled it and its stored graphs, and a standalone
-# executable's --version names its model.
+# executable's --version names its model; compile --random-weights on a
+# directory says that its weights are not read.
 set -eu
 TXLC=$1
 M=$2
@@ -42,6 +43,12 @@ grep -q "^weights      none read" "$T/spec.txt"
 "$TXLC" info "$T/kjv.txla" > "$T/art.txt"
 grep -q "^compiled     by txlc" "$T/art.txt"
 [ "$(grep -c '^  graph' "$T/art.txt")" -ge 2 ]
+
+# --random-weights on a directory with weights: said on stderr and in --json; another model id.
+"$TXLC" compile "$M/kjv-char" --random-weights -o "$T/random.txla" --json > "$T/random.json" 2> "$T/random.err"
+grep -q "note: --random-weights: .*model.safetensors is not read" "$T/random.err"
+grep -q '"random_weights": true' "$T/random.json"
+[ "$("$TXLC" info "$T/random.txla" --json | key model_id)" != "$id" ]
 
 "$T/kjv" --version > "$T/version.txt"
 grep -q "^standalone executable of model $id " "$T/version.txt"
