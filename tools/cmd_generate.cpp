@@ -38,6 +38,9 @@ int run(const Options& o) {
   enc.eosAtEnd = false;  // the prompt continues its last line
   std::vector<std::int64_t> prompt = vocab.encode(o.prompt, "--prompt", enc);
   if (prompt.empty()) throw Error("--prompt: expected text with at least one token, got \"" + o.prompt + "\"");
+  if (const std::int64_t unknown = vocab.countUnknown(o.prompt); unknown > 0)
+    std::cerr << "txlc: warning: --prompt: " << unknown << " unknown word" << (unknown == 1 ? "" : "s")
+              << ", read as <unk>" << std::endl;
 
   auto compiled = compile(m, setting);
   backend::Session session(compiled);
