@@ -72,7 +72,8 @@ def test_inspect_json_and_stats(kjv_char):
     cli = json.loads(run_txlc("inspect", MODELS / "kjv-char", "--format", "json", "--qlen", 8).stdout)
     assert g == cli
     stats = kjv_char.inspect(format="json", stats=True)
-    assert stats["optimized"]["flops"] < stats["input"]["flops"]
+    assert stats["optimized"]["flops_per_segment"] < stats["input"]["flops_per_segment"]
+    assert stats == json.loads(run_txlc("inspect", MODELS / "kjv-char", "--stats", "--format", "json").stdout)
     assert kjv_char.inspect(stats=True) == run_txlc("inspect", MODELS / "kjv-char", "--stats").stdout
 
 
