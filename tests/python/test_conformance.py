@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import TESTS, read_safetensors, spec_file
+from conftest import SOURCE, TESTS, read_safetensors, spec_file
 
 CASES = sorted(p.parent for p in (TESTS / "conformance").glob("*/case.json")) + sorted(
     p.parent for p in (TESTS / "conformance-hf").glob("*/case.json")
@@ -68,7 +68,12 @@ def test_case(txlc, case, memory):
     assert compared >= 2 * len(c["segments"])
 
 
-def test_every_case_is_here():
-    # The shared cases are the project's copy of ../shared/conformance: none left out.
+def test_every_shared_case_is_here():
+    # tests/conformance* are the project's copies of ../shared/conformance*: none left out.
     assert len([c for c in CASES if c.parent.name == "conformance"]) >= 10
     assert len([c for c in CASES if c.parent.name == "conformance-hf"]) >= 5
+    shared = SOURCE.parent / "shared"
+    for kind in ["conformance", "conformance-hf"]:
+        if (shared / kind).is_dir():
+            names = {p.parent.name for p in (shared / kind).glob("*/case.json")}
+            assert names <= {c.name for c in CASES if c.parent.name == kind}, kind
