@@ -67,13 +67,37 @@ Setting defaultSetting(const Model& m) {
 }
 
 void checkSetting(const frontend::ModelSpec& spec, const Setting& s) {
-  if (s.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(s.batch));
-  if (s.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(s.qlen));
-  if (s.memLen < 0) throw Error("--mem-len: expected a non-negative integer, got " + std::to_string(s.memLen));
+  // Worded as the command line's validators word them (tools/cli_checks.h), for callers that bypass them.
+  if (s.batch < 1) throw Error("--batch: expected a positive integer, got '" + std::to_string(s.batch) + "'");
+  if (s.qlen < 1) throw Error("--qlen: expected a positive integer, got '" + std::to_string(s.qlen) + "'");
+  if (s.memLen < 0) throw Error("--mem-len: expected a non-negative integer, got '" + std::to_string(s.memLen) + "'");
   if (s.sameLength && s.memLen == 0 && spec.semantics == frontend::Semantics::Authors)
     throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
   isOnednn(s.backend);
   passes::selectedPasses(s.pipeline);  // validates the names now, not at the first segment
+}
+
+void checkRunPipeline(const Model& m, const SettingChoice& c) {
+  if (!m.artifact) return;
+  const bool passes = c.passes && !c.passes->empty();
+  if (passes || !c.disabled.empty())
+    throw Error((passes ? "--passes" : "--disable-pass") + std::string(": ") + m.path +
+                " is compiled with its pipeline; recompile it to change the passes");
+}
+
+Setting resolveSetting(const Model& m, const SettingChoice& c, bool run) {
+  if (run) checkRunPipeline(m, c);
+  Setting s = defaultSetting(m);
+  selectPipeline(s, c);
+  if (c.threads) s.threads = *c.threads;
+  if (c.batch) s.batch = *c.batch;
+  if (c.qlen) s.qlen = *c.qlen;
+  if (c.memLen) s.memLen = *c.memLen;
+  if (c.clampLen) s.clampLen = *c.clampLen;
+  if (c.sameLength) s.sameLength = *c.sameLength;
+  if (c.initialMemory) s.initialMemory = frontend::parseInitialMemory(*c.initialMemory, "--initial-memory");
+  checkSetting(m.spec, s);
+  return s;
 }
 
 bool replans(const Model& m, const Setting& s) {

@@ -1,7 +1,9 @@
-// driver/runtime_libraries.cpp - runtimeLibraries() from dl_iterate_phdr; bundleRuntimeLibraries().
+// driver/runtime_libraries.cpp - runtimeLibraries() from the ELF files' DT_NEEDED and dl_iterate_phdr;
+// bundleRuntimeLibraries().
 #include "driver/runtime_libraries.h"
 
 #include <fcntl.h>
+#include <elf.h>
 #include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -28,13 +32,63 @@ bool isSystemLibrary(const std::string& name) {
   return false;
 }
 
+// Every library loaded in this process: file name -> the path it was opened by.
 int collect(dl_phdr_info* info, std::size_t, void* data) {
-  auto& libs = *static_cast<std::vector<RuntimeLibrary>*>(data);
+  auto& loaded = *static_cast<std::map<std::string, std::string>*>(data);
   if (!info->dlpi_name || !*info->dlpi_name) return 0;  // the executable itself
   const std::string path = info->dlpi_name;
-  const std::string name = std::filesystem::path(path).filename().string();
-  if (!isSystemLibrary(name)) libs.push_back({name, path});
+  loaded.emplace(std::filesystem::path(path).filename().string(), path);
   return 0;
+}
+
+// The DT_NEEDED names of the 64-bit little-endian ELF file `path`: its
+// PT_DYNAMIC segment, with string offsets into DT_STRTAB mapped back to the
+// file through the PT_LOAD segment holding it.
+std::vector<std::string> neededLibraries(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto fail = [&](const std::string& what) { return Error(path + ": " + what + ", expected a 64-bit ELF file"); };
+  if (!in.eof() && !in) throw Error(path + ": cannot read");
+  if (bytes.size() < sizeof(Elf64_Ehdr) || bytes.compare(0, 4, ELFMAG) != 0 || bytes[EI_CLASS] != ELFCLASS64)
+    throw fail("no ELF header");
+  auto at = [&](std::uint64_t offset, std::uint64_t size) {
+    if (offset > bytes.size() || size > bytes.size() - offset) throw fail("a table past the end of the file");
+    return bytes.data() + offset;
+  };
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  if (eh.e_phnum)
+    std::memcpy(ph.data(), at(eh.e_phoff, std::uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr)),
+                ph.size() * sizeof(Elf64_Phdr));
+  auto fileOffset = [&](std::uint64_t vaddr) -> std::uint64_t {
+    for (const Elf64_Phdr& p : ph)
+      if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr - p.p_vaddr < p.p_filesz)
+        return p.p_offset + (vaddr - p.p_vaddr);
+    throw fail("a dynamic table outside the loaded segments");
+  };
+  std::vector<Elf64_Dyn> dyn;
+  for (const Elf64_Phdr& p : ph)
+    if (p.p_type == PT_DYNAMIC) {
+      dyn.resize(p.p_filesz / sizeof(Elf64_Dyn));
+      if (!dyn.empty())
+        std::memcpy(dyn.data(), at(p.p_offset, dyn.size() * sizeof(Elf64_Dyn)), dyn.size() * sizeof(Elf64_Dyn));
+    }
+  std::uint64_t strtab = 0, strsz = 0;
+  for (const Elf64_Dyn& d : dyn) {
+    if (d.d_tag == DT_STRTAB) strtab = d.d_un.d_ptr;
+    if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
+  }
+  std::vector<std::string> names;
+  if (dyn.empty()) return names;  // statically linked
+  const char* table = at(fileOffset(strtab), strsz);
+  for (const Elf64_Dyn& d : dyn) {
+    if (d.d_tag == DT_NULL) break;
+    if (d.d_tag != DT_NEEDED) continue;
+    if (d.d_un.d_val >= strsz) throw fail("a library name past its string table");
+    names.emplace_back(table + d.d_un.d_val, strnlen(table + d.d_un.d_val, strsz - d.d_un.d_val));
+  }
+  return names;
 }
 
 void copyFile(const std::string& from, const std::string& to) {
@@ -58,21 +112,33 @@ void copyFile(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-std::vector<RuntimeLibrary> runtimeLibraries() {
+std::vector<RuntimeLibrary> runtimeLibraries(const std::string& executable) {
+  std::map<std::string, std::string> loaded;
+  dl_iterate_phdr(collect, &loaded);
   std::vector<RuntimeLibrary> libs;
-  dl_iterate_phdr(collect, &libs);
+  std::set<std::string> seen;
+  std::vector<std::pair<std::string, std::string>> pending;  // (name, needed by)
+  for (const std::string& n : neededLibraries(executable)) pending.emplace_back(n, executable);
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const auto [name, by] = pending[i];
+    if (isSystemLibrary(name) || !seen.insert(name).second) continue;
+    const auto it = loaded.find(name);
+    if (it == loaded.end())
+      throw Error(by + ": needs " + name + ", which this process has not loaded; cannot bundle it");
+    libs.push_back({name, it->second});
+    for (const std::string& n : neededLibraries(it->second)) pending.emplace_back(n, it->second);
+  }
   return libs;
 }
 
-std::vector<std::string> bundleRuntimeLibraries(const std::string& folder) {
+std::vector<std::string> bundleRuntimeLibraries(const std::string& executable, const std::string& folder) {
+  const std::vector<RuntimeLibrary> libs = runtimeLibraries(executable);
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (ec || !std::filesystem::is_directory(folder))
     throw Error(folder + ": cannot create the folder of the executable's libraries: " + ec.message());
   std::vector<std::string> names;
-  std::set<std::string> seen;
-  for (const RuntimeLibrary& lib : runtimeLibraries()) {
-    if (!seen.insert(lib.name).second) continue;
+  for (const RuntimeLibrary& lib : libs) {
     copyFile(lib.path, folder + "/" + lib.name);
     names.push_back(lib.name);
   }

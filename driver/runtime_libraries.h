@@ -27,11 +27,13 @@ struct RuntimeLibrary {
   std::string path;  // where this process loaded it from
 };
 
-// The loaded libraries a standalone executable bundles, in load order.
-std::vector<RuntimeLibrary> runtimeLibraries();
+// The libraries the ELF file `executable` needs, transitively, but the C
+// library's; txl::Error when one is not loaded in this process or a file is
+// not a 64-bit ELF.
+std::vector<RuntimeLibrary> runtimeLibraries(const std::string& executable);
 
-// Copies runtimeLibraries() into `folder` (created if absent), each file
-// atomically; returns the names copied. txl::Error naming the file on failure.
-std::vector<std::string> bundleRuntimeLibraries(const std::string& folder);
+// Copies runtimeLibraries(executable) into `folder` (created if absent), each
+// file atomically; returns the names copied. txl::Error naming the file on failure.
+std::vector<std::string> bundleRuntimeLibraries(const std::string& executable, const std::string& folder);
 
 }  // namespace txl::driver

@@ -46,10 +46,10 @@ std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path) 
   return result;
 }
 
-void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact) {
-  const char* self = "/proc/self/exe";
+void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact, const std::string& txlc) {
+  const char* self = txlc.c_str();
   int in = ::open(self, O_RDONLY | O_CLOEXEC);
-  if (in < 0) throw Error(std::string(self) + ": cannot open the running txlc: " + std::strerror(errno));
+  if (in < 0) throw Error(std::string(self) + ": cannot open the txlc executable: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(in, &st) != 0) {
     ::close(in);

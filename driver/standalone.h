@@ -31,8 +31,10 @@ struct StandaloneTrailer {
 // unreadable files).
 std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path);
 
-// Copies the running executable (only its own bytes: an embedded artifact it
-// carries is left out) to `path` with `artifact` appended; atomic.
-void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact);
+// Copies the txlc executable `txlc` (default: the running one; only its own
+// bytes: an embedded artifact it carries is left out) to `path` with
+// `artifact` appended; atomic.
+void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact,
+                     const std::string& txlc = "/proc/self/exe");
 
 }  // namespace txl::driver

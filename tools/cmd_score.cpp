@@ -16,8 +16,8 @@
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
 #include "driver/compile.h"
+#include "driver/score_report.h"
 #include "driver/scorer.h"
-#include "driver/text_source.h"
 
 namespace txl::tools {
 
@@ -46,19 +46,8 @@ int run(const Options& o) {
   Model m = o.model.open();
   Setting setting = o.model.setting(m);
 
-  std::vector<std::int64_t> ids;
-  std::int64_t characters = -1;  // for bits per character
-  std::int64_t unknown = 0;
-  if (o.ids) {
-    ids = readTokenIds(o.file, m.spec.n_token);
-  } else {
-    const frontend::Vocabulary& vocab = requireVocabulary(m, "score (or pass --ids for a file of token ids)");
-    std::string text = readTextFile(o.file);
-    ids = vocab.encode(text, o.file);
-    unknown = vocab.countUnknown(text);
-    if (vocab.kind() == frontend::VocabKind::Char) characters = std::int64_t(ids.size());
-  }
-  if (ids.empty()) throw Error(o.file + ": empty input, expected text to score");
+  const ScoreInput in = scoreInputFromFile(m, o.file, o.ids);
+  const std::vector<std::int64_t>& ids = in.ids;
   checkScoreLength(std::int64_t(ids.size()), setting.batch, o.file);
 
   auto compiled = compile(m, setting);
@@ -85,29 +74,13 @@ int run(const Options& o) {
   if (r.dropped > 0)
     std::cerr << "txlc: note: --batch " << r.batch << " cuts " << ids.size() << " tokens into " << r.batch
               << " streams of " << r.streamLength << "; dropped the last " << r.dropped << " tokens" << std::endl;
-  if (unknown > 0)
-    std::cerr << "txlc: note: " << unknown << " words of " << o.file << " are not in the vocabulary (scored as <unk>)"
-              << std::endl;
+  if (in.unknown > 0)
+    std::cerr << "txlc: note: " << in.unknown << " words of " << o.file
+              << " are not in the vocabulary (scored as <unk>)" << std::endl;
 
-  const double perToken = r.nllSum / double(r.scored);
-  const double bitsPerToken = perToken / std::log(2.0);
-  nlohmann::json j = {{"file", o.file},
-                      {"tokens", r.scored},
-                      {"nll_sum", r.nllSum},
-                      {"nll_per_token", perToken},
-                      {"perplexity", std::exp(perToken)},
-                      {"bits_per_token", bitsPerToken},
-                      {"batch", r.batch},
-                      {"qlen", setting.qlen},
-                      {"mem_len", setting.memLen},
-                      {"clamp_len", setting.clampLen},
-                      {"same_length", setting.sameLength},
-                      {"semantics", frontend::semanticsName(m.spec.semantics)},
-                      {"initial_memory", frontend::initialMemoryName(setting.initialMemory)},
-                      {"dropped", r.dropped},
-                      {"segments", r.segments},
-                      {"seconds", seconds}};
-  if (characters >= 0) j["bits_per_char"] = bitsPerToken;  // one token per character
+  nlohmann::json j = scoreReport(m, setting, in, r, seconds);
+  const double perToken = j["nll_per_token"].get<double>(), bitsPerToken = j["bits_per_token"].get<double>();
+  const bool characters = j.contains("bits_per_char");
   if (o.json) {
     if (o.perToken) j["per_token_nll"] = r.perToken;
     std::cout << j.dump(2) << std::endl;
@@ -128,7 +101,7 @@ int run(const Options& o) {
   }
   std::cout << std::setprecision(10) << "tokens " << r.scored << "\nnll_sum " << r.nllSum << "\nperplexity "
             << std::exp(perToken) << "\nbits_per_token " << bitsPerToken << "\n";
-  if (characters >= 0) std::cout << "bits_per_char " << bitsPerToken << "\n";
+  if (characters) std::cout << "bits_per_char " << bitsPerToken << "\n";
   std::cout << std::flush;
   return kExitOk;
 }

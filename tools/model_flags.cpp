@@ -52,26 +52,24 @@ Model ModelFlags::open() const {
   return openModel(model, openOptions());
 }
 
+SettingChoice ModelFlags::choice() const {
+  SettingChoice c = pipeline.choice();
+  c.threads = threads;
+  if (batchOpt && batchOpt->count()) c.batch = batch;
+  if (qlenOpt && qlenOpt->count()) c.qlen = qlen;
+  if (memLenOpt && memLenOpt->count()) c.memLen = memLen;
+  if (clampLenOpt->count()) c.clampLen = clampLen;
+  if (sameLength) c.sameLength = true;
+  if (initialMemoryOpt->count()) c.initialMemory = initialMemory;
+  return c;
+}
+
 Setting ModelFlags::setting(const Model& m, bool run) const {
-  if (run) checkPipelineFlags(m, pipeline);
-  Setting s = defaultSetting(m);
-  pipeline.apply(s);
-  s.threads = threads;
-  if (batchOpt && batchOpt->count()) s.batch = batch;
-  if (qlenOpt && qlenOpt->count()) s.qlen = qlen;
-  if (memLenOpt && memLenOpt->count()) s.memLen = memLen;
-  if (clampLenOpt->count()) s.clampLen = clampLen;
-  if (sameLength) s.sameLength = true;
-  if (initialMemoryOpt->count()) s.initialMemory = frontend::parseInitialMemory(initialMemory, "--initial-memory");
-  checkSetting(m.spec, s);
+  Setting s = resolveSetting(m, choice(), run);
+  pipeline.applyDiagnostics(s);
   return s;
 }
 
-void checkPipelineFlags(const Model& m, const PipelineFlags& flags) {
-  if (!m.artifact) return;
-  if (!flags.passes.empty() || !flags.disabled.empty())
-    throw Error((flags.passes.empty() ? "--disable-pass" : "--passes") + std::string(": ") + m.path +
-                " is compiled with its pipeline; recompile it to change the passes");
-}
+void checkPipelineFlags(const Model& m, const PipelineFlags& flags) { checkRunPipeline(m, flags.choice()); }
 
 }  // namespace txl::tools

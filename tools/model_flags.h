@@ -39,6 +39,8 @@ struct ModelFlags {
   // The setting; for a `run` (not a recompile), --passes or --disable-pass
   // with an artifact is refused first (it is compiled with its pipeline).
   Setting setting(const Model& m, bool run = true) const;
+  // The flags given, as driver::resolveSetting() takes them.
+  SettingChoice choice() const;
 };
 
 // --passes / --disable-pass given for an artifact: txl::Error.

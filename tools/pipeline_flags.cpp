@@ -23,15 +23,16 @@ void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
       ->check(oneOf({"kv", "hidden"}, "'kv' or 'hidden'"));
 }
 
-void PipelineFlags::apply(Setting& options) const {
-  options.backend = backend;
-  if (!passes.empty()) options.pipeline.passes = passes::parsePassList(passes);
-  for (const auto& name : disabled) {
-    passes::createPass(name);
-    options.pipeline.disabled.insert(name);
-  }
-  if (memory == "hidden") options.pipeline.disabled.insert("cache-projected-memory");
-  else if (memory != "kv") throw Error("--memory: expected 'kv' or 'hidden', got '" + memory + "'");
+SettingChoice PipelineFlags::choice() const {
+  SettingChoice c;
+  c.backend = backend;
+  if (!passes.empty()) c.passes = passes;
+  c.disabled = disabled;
+  c.memory = memory;
+  return c;
+}
+
+void PipelineFlags::applyDiagnostics(Setting& options) const {
   for (const auto& name : printAfter) {
     passes::createPass(name);
     options.pipeline.manager.printAfter.insert(name);
@@ -39,6 +40,11 @@ void PipelineFlags::apply(Setting& options) const {
   options.pipeline.manager.printAfterAll = printAfterAll;
   options.pipeline.manager.timePasses = timePasses;
   options.pipeline.manager.log = &std::cerr;
+}
+
+void PipelineFlags::apply(Setting& options) const {
+  selectPipeline(options, choice());
+  applyDiagnostics(options);
 }
 
 }  // namespace txl::tools
