@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev                  # JSON specs, graphs, reports
   catch2                              # unit tests (v2)
   libcli11-dev                        # the command line
+  libopenmpi-dev openmpi-bin          # split runs under mpirun (optional: CMake's TXLC_MPI builds without it)
 )
 if [[ "${1:-}" == "--fuzz" ]]; then
   packages+=(clang-14 libclang-rt-14-dev libomp-14-dev)  # libomp: clang's OpenMP for the tools library
