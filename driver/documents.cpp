@@ -138,6 +138,7 @@ EncodedDocument encodeDocument(const Document& doc, const frontend::Vocabulary& 
     e.ids = vocab.encode(t, "text");
   } catch (const Error& err) {
     e.error = err.what();
+    if (e.error.rfind("text: ", 0) == 0) e.error.erase(0, 6);  // "line 1 column 4: character ..."
     e.ids.clear();
     return e;
   }
@@ -237,8 +238,8 @@ std::string documentLine(const nlohmann::json& id, const DocumentScore& score, s
 }
 
 std::string documentErrorLine(const nlohmann::json& id, const std::string& error) {
-  return "{\"id\":" + id.dump() + ",\"error\":" +
-         nlohmann::json(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
+  return "{\"id\":" + id.dump() +
+         ",\"error\":" + nlohmann::json(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
 }
 
 std::size_t completedPrefix(std::string_view lines, const std::vector<Document>& docs, const std::string& source,

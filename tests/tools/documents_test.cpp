@@ -1,11 +1,14 @@
-// tests/tools/documents_test.cpp - documents mode: reading, validation, the packing scheduler, resume prefixes.
+// tests/tools/documents_test.cpp - documents mode (reading, validation, the packing scheduler, resume
+// prefixes) and the single-process side of driver/distributed.h.
 #include <catch2/catch.hpp>
+#include <stdlib.h>
 
 #include <cmath>
 #include <fstream>
 #include <map>
 
 #include "driver/compile.h"
+#include "driver/distributed.h"
 #include "driver/documents.h"
 #include "driver/scorer.h"
 #include "frontend/model_spec.h"
@@ -86,7 +89,7 @@ TEST_CASE("documents: what cannot be scored is an error, with the reason", "[doc
   CHECK(err(std::string("ab\0c", 4)).find("binary: a NUL byte at byte 2") == 0);
   CHECK(err("ab\xC3").find("not UTF-8 text: byte 0xC3 at byte 2") == 0);
   CHECK(err("ab\xC0\x80").find("not UTF-8") == 0);  // overlong
-  CHECK(err("abd").find("character 'd'") != std::string::npos);
+  CHECK(err("abd").find("line 1 column 3: character 'd'") == 0);
   CHECK(err("abcabc", 5) == "6 tokens, over the limit of 5");
   CHECK(err("ab c") == "");
 }
@@ -132,4 +135,21 @@ TEST_CASE("documents: the prefix an earlier output holds", "[documents]") {
   CHECK(j["tokens"] == 4);
   CHECK(j["unk_tokens"] == 2);
   CHECK(j["bits_per_token"].get<double>() == Approx((0.1 + 0.2) / 4 / std::log(2.0)));
+}
+
+TEST_CASE("distributed: a launcher is seen in the environment; alone, one process", "[distributed]") {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) ::unsetenv(name);
+  CHECK(launcherSize() == 0);
+  const auto alone = joinProcesses();
+  CHECK(alone->rank() == 0);
+  CHECK(alone->size() == 1);
+  CHECK(alone->firstFailure(0).rank == -1);
+  CHECK(alone->firstFailure(3).code == 3);
+  ::setenv("PMI_SIZE", "4", 1);
+  CHECK(launcherSize() == 4);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  CHECK(launcherSize() == 3);  // Open MPI's first
+  if (!builtWithMpi()) CHECK_THROWS_WITH(joinProcesses(), Catch::Contains("this txlc was built without MPI"));
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::unsetenv("PMI_SIZE");
 }
