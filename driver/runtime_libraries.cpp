@@ -91,6 +91,19 @@ std::vector<std::string> neededLibraries(const std::string& path) {
   return names;
 }
 
+// A library this process has not loaded (the Python module does without
+// some of txlc's), where the dynamic loader's default folders hold it.
+std::string systemLibraryPath(const std::string& name) {
+  static const char* const kFolders[] = {
+      "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+      "/usr/local/lib"};
+  for (const char* f : kFolders) {
+    const std::string p = std::string(f) + "/" + name;
+    if (::access(p.c_str(), R_OK) == 0) return p;
+  }
+  return "";
+}
+
 void copyFile(const std::string& from, const std::string& to) {
   const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) throw Error(from + ": cannot read: " + std::strerror(errno));
@@ -122,11 +135,13 @@ std::vector<RuntimeLibrary> runtimeLibraries(const std::string& executable) {
   for (std::size_t i = 0; i < pending.size(); ++i) {
     const auto [name, by] = pending[i];
     if (isSystemLibrary(name) || !seen.insert(name).second) continue;
-    const auto it = loaded.find(name);
-    if (it == loaded.end())
-      throw Error(by + ": needs " + name + ", which this process has not loaded; cannot bundle it");
-    libs.push_back({name, it->second});
-    for (const std::string& n : neededLibraries(it->second)) pending.emplace_back(n, it->second);
+    std::string path;
+    if (const auto it = loaded.find(name); it != loaded.end()) path = it->second;
+    else path = systemLibraryPath(name);
+    if (path.empty())
+      throw Error(by + ": needs " + name + ", found neither loaded nor in the system's library folders");
+    libs.push_back({name, path});
+    for (const std::string& n : neededLibraries(path)) pending.emplace_back(n, path);
   }
   return libs;
 }

@@ -28,8 +28,8 @@ struct RuntimeLibrary {
 };
 
 // The libraries the ELF file `executable` needs, transitively, but the C
-// library's; txl::Error when one is not loaded in this process or a file is
-// not a 64-bit ELF.
+// library's; txl::Error when one is found neither loaded nor in the system's
+// library folders, or a file is not a 64-bit ELF.
 std::vector<RuntimeLibrary> runtimeLibraries(const std::string& executable);
 
 // Copies runtimeLibraries(executable) into `folder` (created if absent), each
