@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "frontend/atomic_file.h"
 #include "frontend/safetensors.h"
 #include "ir/check.h"
 #include "tools/cli_checks.h"
@@ -141,14 +142,10 @@ int run(const Options& o) {
   if (o.output.empty()) {
     std::cout << j.dump() << std::endl;
   } else {
-    const std::string tmp = o.output + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << j.dump() << '\n';
-      if (!f) throw Error(o.output + ": cannot write " + tmp);
-    }
-    if (std::rename(tmp.c_str(), o.output.c_str()) != 0)
-      throw Error(o.output + ": cannot rename " + tmp + " into place");
+    const std::string text = j.dump() + '\n';
+    frontend::AtomicFile f(o.output, 0644);
+    f.write(text.data(), text.size());
+    f.commit();
   }
   return kExitOk;
 }
