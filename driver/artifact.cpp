@@ -19,6 +19,7 @@
 #include "driver/content_hash.h"
 #include "frontend/weights.h"
 #include "passes/pipeline.h"
+#include "passes/registry.h"
 
 namespace txl::driver {
 
@@ -255,11 +256,11 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     if (!p.is_string()) r.fail("/passes", "expected an array of pass names");
     a.setting.pipeline.passes->push_back(p.get<std::string>());
   }
-  try {
-    passes::selectedPasses(a.setting.pipeline);
-  } catch (const Error& e) {
-    r.fail("/passes", e.what());
-  }
+  for (std::size_t i = 0; i < a.setting.pipeline.passes->size(); ++i) try {
+      passes::createPass((*a.setting.pipeline.passes)[i]);
+    } catch (const Error& e) {
+      r.fail("/passes/" + std::to_string(i), e.what());
+    }
   if (const auto& v = r.at(m, "", "vocabulary"); !v.is_null()) a.vocabulary = v;
 
   const auto& graphs = r.at(m, "", "graphs");

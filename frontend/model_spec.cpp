@@ -451,12 +451,18 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
   auto dflt = [&](std::int64_t hfDefault) { return hf ? std::optional<std::int64_t>(hfDefault) : std::nullopt; };
 
   // Sizes.
-  s.n_token = r.size({"n_token", "vocab_size"}, dflt(267735));
-  s.n_layer = r.size({"n_layer", "num_hidden_layers"}, dflt(18));
-  s.n_head = r.size({"n_head", "num_attention_heads"}, dflt(16));
-  s.d_model = r.size({"d_model", "hidden_size"}, dflt(1024));
-  s.d_head = r.size({"d_head"}, dflt(64));
-  s.d_inner = r.size({"d_inner"}, dflt(4096));
+  // The sizes are required in both dialects: a Hugging Face config without
+  // them would silently become Hugging Face's default, the WikiText-103
+  // large model (docs/MODEL_SPEC.md).
+  (void)dflt;
+  s.n_token = hf ? r.size({"vocab_size", "n_token"}, std::nullopt) : r.size({"n_token", "vocab_size"}, std::nullopt);
+  s.n_layer = r.size({"n_layer", "num_hidden_layers"}, std::nullopt);
+  if (s.n_layer > kMaxLayers)
+    r.fail("/n_layer", "expected at most " + std::to_string(kMaxLayers) + " layers, got " + std::to_string(s.n_layer));
+  s.n_head = r.size({"n_head", "num_attention_heads"}, std::nullopt);
+  s.d_model = r.size({"d_model", "hidden_size"}, std::nullopt);
+  s.d_head = r.size({"d_head"}, std::nullopt);
+  s.d_inner = r.size({"d_inner"}, std::nullopt);
   if (Field f = r.find({"d_embed"}); f && !f.value->is_null()) {
     // The reference's train.py passes -1 for "same as d_model".
     s.d_embed = r.integer(f, -1, kMaxDim, "a positive integer (or -1 or null for d_model)");

@@ -192,6 +192,7 @@ int run(const Options& o) {
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
                 std::to_string(*o.mlen));
   if (spec.attn_type == 2 && !o.mlen) key.mlen = 0;
+  checkSetting(spec, setting);  // every size reaching a shape, before anything is built
   const ir::Graph input = frontend::buildSegmentGraph(spec, segmentShape(setting, key));
   ir::PassContext ctx;
   const ir::Graph optimized = buildOptimizedGraph(spec, setting, key, &ctx);
