@@ -368,7 +368,11 @@ LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::
   void* map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);  // read-only: weights are file-backed views
   ::close(fd);
   if (map == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(errno));
-  std::shared_ptr<const void> owner(map, [fileSize](const void* p) { ::munmap(const_cast<void*>(p), fileSize); });
+  const int slot = frontend::registerMapping(map, fileSize, path);
+  std::shared_ptr<const void> owner(map, [fileSize, slot](const void* p) {
+    frontend::releaseMapping(slot);
+    ::munmap(const_cast<void*>(p), fileSize);
+  });
   LoadedArtifact out;
   out.artifact = parseArtifact(owner, static_cast<const std::byte*>(map) + offset, size, path, /*fileBacked=*/true);
   out.path = path;

@@ -1,6 +1,8 @@
 // driver/scorer.cpp - scoreTokens().
 #include "driver/scorer.h"
 
+#include <cmath>
+
 #include "ir/check.h"
 
 namespace txl::driver {
@@ -39,7 +41,15 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
     backend::ForwardResult out = session.forward(tokens, &targets, /*logprob=*/false);
     const float* nll = out.nll->data<float>();
     double segment = 0;
-    for (std::int64_t k = 0; k < len * batch; ++k) segment += double(nll[k]);
+    for (std::int64_t k = 0; k < len * batch; ++k) {
+      // Never a NaN or Inf as a result: the first one is an error naming its place.
+      if (!std::isfinite(nll[k]))
+        throw Error(source + ": the NLL of token " + std::to_string(i + k / batch + 1) + " of stream " +
+                    std::to_string(k % batch) + " is " + (std::isnan(nll[k]) ? "NaN" : "infinite") +
+                    " (segment at token " + std::to_string(i) +
+                    "); a weights file or artifact changed during the run, or the model overflows");
+      segment += double(nll[k]);
+    }
     r.nllSum += segment;
     if (options.perToken)
       for (std::int64_t t = 0; t < len; ++t)

@@ -4,6 +4,7 @@
 #include "frontend/atomic_file.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -168,12 +169,18 @@ AtomicFile::AtomicFile(std::string path, mode_t mode) : path_(std::move(path)) {
   }
   for (int attempt = 0; fd_ < 0; ++attempt) {
     tmp_ = temporaryName(path_);
+    // Created and registered with the signals held back: an interruption in
+    // between would leave the temporary behind.
+    installHandlers();
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+    ::pthread_sigmask(SIG_BLOCK, &block, &old);
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd_ >= 0) {
-      registered_ = registerTemporary(tmp_, false);  // only once it is ours: never remove another's file
-      break;
-    }
     const int err = errno;
+    if (fd_ >= 0) registered_ = registerTemporary(tmp_, false);  // only once it is ours: never remove another's
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (fd_ >= 0) break;
     if (err != EEXIST || attempt >= 8) {
       tmp_.clear();
       throw Error(oneLine(path_) + ": cannot create a temporary file beside it: " + std::strerror(err));

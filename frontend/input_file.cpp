@@ -5,6 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -84,6 +88,62 @@ std::string readInputFile(const std::string& path, std::uint64_t limit, const st
     throw Error(oneLine(path) + ": " + std::to_string(size) + " bytes; expected " + what + " of at most " +
                 std::to_string(limit) + " bytes");
   return readAll(fd, path, limit, what, size);
+}
+
+namespace {
+
+constexpr int kMappings = 64;
+struct Mapping {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 live
+  std::uintptr_t start = 0, end = 0;
+  char message[640];  // "txlc: error: PATH: ...\n", built when registered
+  std::size_t length = 0;
+};
+Mapping mappings[kMappings];
+
+void onBus(int sig, siginfo_t* info, void*) {
+  const auto at = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (const Mapping& m : mappings)
+    if (m.state.load(std::memory_order_acquire) == 2 && at >= m.start && at < m.end) {
+      ssize_t ignored = ::write(STDERR_FILENO, m.message, m.length);
+      (void)ignored;
+      ::_exit(3);
+    }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+}  // namespace
+
+void guardMappedFiles() {
+  struct sigaction sa {};
+  sa.sa_sigaction = onBus;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGBUS, &sa, nullptr);
+}
+
+int registerMapping(const void* addr, std::size_t size, const std::string& path) {
+  std::string message = "txlc: error: " + oneLine(path.substr(0, 400)) +
+                        ": the file changed while txlc was reading it (truncated in place); a weights file or artifact "
+                        "must not be modified during a run\n";
+  for (int i = 0; i < kMappings; ++i) {
+    int expected = 0;
+    if (mappings[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      Mapping& m = mappings[i];
+      m.start = reinterpret_cast<std::uintptr_t>(addr);
+      m.end = m.start + size;
+      m.length = std::min(message.size(), sizeof m.message);
+      std::memcpy(m.message, message.data(), m.length);
+      m.state.store(2, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void releaseMapping(int slot) {
+  if (slot >= 0 && slot < kMappings) mappings[slot].state.store(0, std::memory_order_release);
 }
 
 }  // namespace txl::frontend

@@ -16,6 +16,7 @@
 //   std::string text = readInputFile(path, kMaxSpecBytes, "spec");  // whole file, bounded
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -23,7 +24,7 @@ namespace txl::frontend {
 
 // Limits on what is read whole before it is parsed (docs/ERRORS.md, "Limits").
 inline constexpr std::uint64_t kMaxSpecBytes = std::uint64_t{16} << 20;         // spec, config.json
-inline constexpr std::uint64_t kMaxTextBytes = std::uint64_t{1} << 30;          // a text or token-id file
+inline constexpr std::uint64_t kMaxTextBytes = std::uint64_t{256} << 20;        // a text or token-id file
 inline constexpr std::uint64_t kMaxVocabularyBytes = std::uint64_t{256} << 20;  // vocab.json, vocab.txt
 
 // "a FIFO", "a character device", ... for a file type from stat's st_mode.
@@ -41,5 +42,15 @@ int openRegularFile(const std::string& path, const std::string& what, std::uint6
 // file", "a vocabulary file").
 std::string readInputFile(const std::string& path, std::uint64_t limit, const std::string& what,
                           bool allowStdin = false);
+
+// Files txlc maps (weights, artifacts) must not change while it runs. With
+// guardMappedFiles() on (the txlc command turns it on), a SIGBUS inside a
+// registered mapping (the file was truncated under it) ends the process
+// with one line naming the file and exit code 3, not a crash.
+void guardMappedFiles();
+// Registers [addr, addr + size) as a mapping of `path`; returns its slot
+// (-1 when the registry is full). Release it before unmapping.
+int registerMapping(const void* addr, std::size_t size, const std::string& path);
+void releaseMapping(int slot);
 
 }  // namespace txl::frontend

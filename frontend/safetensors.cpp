@@ -171,7 +171,11 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   ::close(fd);
   if (addr == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(err));
   const std::uint64_t size = f.size_;
-  f.owner_ = std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
+  const int slot = registerMapping(addr, size, path);
+  f.owner_ = std::shared_ptr<void>(addr, [size, slot](void* p) {
+    releaseMapping(slot);
+    ::munmap(p, size);
+  });
   f.base_ = static_cast<const std::byte*>(addr);
   f.mapped_ = true;
   f.parse();

@@ -94,7 +94,11 @@ Image mapFile(const std::string& path) {
   int err = errno;
   ::close(fd);
   if (addr == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(err));
-  img.owner = std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
+  const int slot = registerMapping(addr, size, path);
+  img.owner = std::shared_ptr<void>(addr, [size, slot](void* p) {
+    releaseMapping(slot);
+    ::munmap(p, size);
+  });
   img.bytes = {static_cast<const std::byte*>(addr), size};
   img.mapped = true;
   return img;

@@ -10,6 +10,7 @@
 #include "tools/exit_codes.h"
 #include "driver/model.h"
 #include "frontend/atomic_file.h"
+#include "frontend/input_file.h"
 
 int main(int argc, char** argv) {
   using namespace txl::tools;
@@ -19,8 +20,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "txlc 0.1.0");
   Action action;
   registerBench(app, action);
-  txl::frontend::protectInputs();  // -o never replaces a file this command reads
-  detectEmbeddedArtifact();        // a standalone executable: MODEL is the artifact it carries
+  txl::frontend::protectInputs();     // -o never replaces a file this command reads
+  txl::frontend::guardMappedFiles();  // a mapped file truncated under a run: one error line
+  detectEmbeddedArtifact();           // a standalone executable: MODEL is the artifact it carries
   if (!embeddedArtifact()) registerConformance(app, action);
   if (!embeddedArtifact()) registerCompile(app, action);
   if (!embeddedArtifact()) registerInspect(app, action);
