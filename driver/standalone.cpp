@@ -29,7 +29,7 @@ void put64(unsigned char* p, std::uint64_t v) {
 
 }  // namespace
 
-std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path) {
+std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, const std::string& name) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   struct stat st {};
@@ -40,7 +40,14 @@ std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path) 
       std::memcmp(buf + 16, kStandaloneMagic, 8) == 0) {
     StandaloneTrailer t{get64(buf), get64(buf + 8)};
     const std::uint64_t end = std::uint64_t(st.st_size) - kStandaloneTrailerBytes;
-    if (t.offset <= end && t.length <= end - t.offset && t.offset + t.length == end) result = t;
+    if (t.offset <= end && t.length <= end - t.offset && t.offset + t.length == end) {
+      result = t;
+    } else {
+      ::close(fd);
+      throw Error((name.empty() ? path : name) + ": corrupt standalone trailer: the artifact at offset " +
+                  std::to_string(t.offset) + ", " + std::to_string(t.length) + " bytes, does not end at byte " +
+                  std::to_string(end) + " of the executable; rebuild it with txlc compile --emit exe");
+    }
   }
   ::close(fd);
   return result;

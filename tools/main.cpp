@@ -22,7 +22,12 @@ int main(int argc, char** argv) {
   registerBench(app, action);
   txl::frontend::protectInputs();     // -o never replaces a file this command reads
   txl::frontend::guardMappedFiles();  // a mapped file truncated under a run: one error line
-  detectEmbeddedArtifact();           // a standalone executable: MODEL is the artifact it carries
+  try {
+    detectEmbeddedArtifact(argv[0]);  // a standalone executable: MODEL is the artifact it carries
+  } catch (const txl::Error& e) {
+    std::cerr << "txlc: error: " << oneLine(e.what()) << std::endl;
+    return kExitBadInput;
+  }
   if (!embeddedArtifact()) registerConformance(app, action);
   if (!embeddedArtifact()) registerCompile(app, action);
   if (!embeddedArtifact()) registerInspect(app, action);
