@@ -12,7 +12,7 @@ namespace {
 
 // The own kernel (rel_attention.h) takes D <= 64. At a few query rows the
 // unfused lowering is faster: its matmuls read k and v in place through
-// strided views (onednn_executor.cpp) and p · V runs on txl:gemv, where the
+// strided views (onednn_placement.cpp) and p · V runs on txl:gemv, where the
 // kernel transposes every key block for one row. The threshold
 // (kMaxRowsForStridedMatMulOperand) rests on `txlc bench
 // bench/enwik8_base.json --random-weights --prefill --qlen Q --profile` for

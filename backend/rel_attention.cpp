@@ -10,7 +10,8 @@
 // written.
 //
 // Algorithm:
-//   1. Once per call (the mask is shared by every batch and head), per query
+//   1. Once per call and stream (the mask is shared by every batch and head,
+//      pad is per stream), per query
 //      row: the first and last unmasked key (a scan of mask and pad from
 //      each end) and whether the mask is 0 between them (a band: causal and
 //      same-length masks; softmax then takes the lanes from the range and
@@ -731,7 +732,8 @@ bool haveAvx512() {
 }
 
 // The rows' key ranges first (the mask is the same for every batch and
-// head: one scan per call), then the tasks.
+// head, pad per stream: one scan per call, or per stream with pad), then
+// the tasks, each seeing its own stream's pad row.
 template <typename KeysOfRow, typename RunTask>
 void runTasks(const RelAttentionArgs& a, KeysOfRow keysOfRow, RunTask runTask) {
   const RelAttentionShape& s = a.shape;
@@ -741,16 +743,22 @@ void runTasks(const RelAttentionArgs& a, KeysOfRow keysOfRow, RunTask runTask) {
   // allocate nothing (tests/session/no_allocation_test.cpp); the team
   // reaches it through `keys` (in the region, the name is each thread's own).
   static thread_local std::vector<KeyRange> rowKeys;
-  rowKeys.resize(static_cast<std::size_t>(s.q));
+  const I streams = a.pad ? s.batch : 1;  // key ranges per stream only when pad tells them apart
+  rowKeys.resize(static_cast<std::size_t>(streams * s.q));
   KeyRange* keys = rowKeys.data();
+  const auto streamArgs = [&a](I b) {
+    RelAttentionArgs sa = a;
+    if (sa.pad) sa.pad += b * a.shape.k;
+    return sa;
+  };
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
-    for (I i = 0; i < s.q; ++i) keys[i] = keysOfRow(a, i);
+    for (I r = 0; r < streams * s.q; ++r) keys[r] = keysOfRow(streamArgs(r / s.q), r % s.q);
 #pragma omp for schedule(dynamic)
     for (I t = 0; t < tasks; ++t) {
       const Task task = taskAt(s, blocks, t);
-      if (task.rows > 0) runTask(a, task, keys);
+      if (task.rows > 0) runTask(streamArgs(task.b), task, keys + (a.pad ? task.b * s.q : 0));
     }
   }
 }

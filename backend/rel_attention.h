@@ -4,7 +4,7 @@
 //
 // Per (batch b, head h) and query i, over the keys j < k:
 //
-//   s[j]  = -inf                                        where mask[i, j] != 0 or pad[j] != 0
+//   s[j]  = -inf                                        where mask[i, j] != 0 or pad[b, j] != 0
 //         = scale · (qu_i · k_j + qv_i · rt[:, j + q - 1 - i])   (the rt term 0 when j + q - 1 - i >= k)
 //   out_i = Σ_j softmax(s)[j] · v_j                     (NaN when every key is masked, as PyTorch)
 //
@@ -47,7 +47,7 @@ struct RelAttentionArgs {
   const float* rt = nullptr;  // [heads, d, k], positions contiguous: element (h, c, p) at h * rtHead + c * rtDim + p
   std::int64_t rtHead = 0, rtDim = 0;
   const float* mask = nullptr;  // [q, k] dense, nonzero: masked
-  const float* pad = nullptr;   // [k] dense, nonzero: a padding key; may be null
+  const float* pad = nullptr;   // [batch, k] dense, nonzero: a padding key of stream b; may be null
   float scale = 1.0f;
   float* out = nullptr;  // [q, batch, heads, d]
   RowStrides outStrides;

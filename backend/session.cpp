@@ -66,12 +66,37 @@ void Session::reset() {
   mlen_ = 0;
   start_ = info.memLen;
   const std::vector<ir::Tensor>& initial = model_->initialRows();
-  if (initial.empty()) return;
-  for (std::size_t i = 0; i < layout().size(); ++i) {
-    const std::size_t row = rowBytes(i, 1);
-    for (std::int64_t r = 0; r < info.memLen; ++r) std::memcpy(rowPtr(i, start_ + r), initial[i].raw(), row);
+  if (!initial.empty()) {
+    for (std::size_t i = 0; i < layout().size(); ++i) {
+      const std::size_t row = rowBytes(i, 1);
+      for (std::int64_t r = 0; r < info.memLen; ++r) std::memcpy(rowPtr(i, start_ + r), initial[i].raw(), row);
+    }
+    mlen_ = info.memLen;
   }
-  mlen_ = info.memLen;
+  streamMlen_.assign(std::size_t(info.batch), mlen_);
+}
+
+void Session::resetStream(std::int64_t b) {
+  const ModelInfo& info = model_->info();
+  if (b < 0 || b >= info.batch)
+    throw Error("reset of stream " + std::to_string(b) + ": expected a stream in [0, " + std::to_string(info.batch) +
+                ")");
+  const std::vector<ir::Tensor>& initial = model_->initialRows();
+  if (!initial.empty()) {  // a full initial memory: stream b's part of every remembered row
+    for (std::size_t i = 0; i < layout().size(); ++i) {
+      const std::size_t part = rowBytes(i, 1) / std::size_t(info.batch), offset = part * std::size_t(b);
+      for (std::int64_t r = 0; r < mlen_; ++r)
+        std::memcpy(rowPtr(i, start_ + r) + offset, static_cast<const char*>(initial[i].raw()) + offset, part);
+    }
+    return;
+  }
+  const bool others = std::any_of(streamMlen_.begin(), streamMlen_.end(), [](std::int64_t m) { return m > 0; });
+  if (others && !info.padWarmup && info.batch > 1)
+    throw Error("reset of stream " + std::to_string(b) +
+                ": this model cannot mask one stream's memory (only attn_type 0 pads); reset every stream");
+  streamMlen_[std::size_t(b)] = 0;
+  // Every stream fresh: the shared window starts over, so that a model that cannot pad runs its mlen-0 plan.
+  if (std::all_of(streamMlen_.begin(), streamMlen_.end(), [](std::int64_t m) { return m == 0; })) reset();
 }
 
 ir::Tensor Session::rows(std::size_t index, std::int64_t first, std::int64_t count) const {
@@ -156,9 +181,11 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
       throw Error("targets: expected the shape of tokens " + ir::shapeStr(tokens.shape()) + ", got " +
                   ir::shapeStr(targets->shape()));
   }
-  // A warm-up segment runs the padded plan of mlen = mem_len: the `pad`
-  // rows before the memory are masked.
-  const bool padded = info.padWarmup && mlen_ < info.memLen;
+  // A warm-up segment, or one where a stream remembers fewer positions than
+  // another, runs the padded plan of mlen = mem_len: the `pad` rows before
+  // the memory are masked, and per stream the rows it does not remember.
+  const std::int64_t fewest = *std::min_element(streamMlen_.begin(), streamMlen_.end());
+  const bool padded = info.padWarmup && (padAlways_ || fewest < info.memLen);
   const std::int64_t planMlen = padded ? info.memLen : mlen_, pad = planMlen - mlen_;
   CompiledGraph& p = plan(SegmentKey{qlen, planMlen, SegmentOutputs{logprob, targets != nullptr}, padded});
   lastPlan_ = &p;  // for profilers (Session::lastPlan)
@@ -168,10 +195,15 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
   inputs_[ir::kTokens] = tokens;
   if (targets) inputs_[ir::kTargets] = *targets;
   if (padded) {
-    if (padMask_.numel() != planMlen + qlen) padMask_ = ir::Tensor::zeros({ir::DType::F32, {planMlen + qlen}});
-    float* m = padMask_.data<float>();
-    std::fill(m, m + pad, 1.0f);
-    std::fill(m + pad, m + planMlen + qlen, 0.0f);
+    const std::int64_t klenPlan = planMlen + qlen;
+    if (padMask_.numel() != info.batch * klenPlan)
+      padMask_ = ir::Tensor::zeros({ir::DType::F32, {info.batch, 1, 1, klenPlan}});
+    for (std::int64_t b = 0; b < info.batch; ++b) {
+      float* m = padMask_.data<float>() + b * klenPlan;
+      const std::int64_t streamPad = planMlen - streamMlen_[std::size_t(b)];
+      std::fill(m, m + streamPad, 1.0f);
+      std::fill(m + streamPad, m + klenPlan, 0.0f);
+    }
     inputs_[ir::kPadMask] = padMask_;
   }
   for (std::size_t i = 0; i < layout().size(); ++i) {
@@ -196,6 +228,7 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
     }
     start_ = newStart;
     mlen_ = newMlen;
+    for (std::int64_t& m : streamMlen_) m = std::min(info.memLen, m + qlen);
   }
   ForwardResult result;
   result.hidden = &out.at(ir::kHidden);
@@ -228,6 +261,7 @@ void Session::loadState(const TensorMap& state) {
   }
   if (state.size() != layout().size()) throw Error("state: holds tensors this model does not have");
   mlen_ = std::max<std::int64_t>(mlen, 0);
+  streamMlen_.assign(std::size_t(info.batch), mlen_);
   start_ = info.memLen - mlen_;  // room for a warm-up plan's padding before it
   for (std::size_t i = 0; i < layout().size(); ++i) {
     const ir::Tensor& t = state.at(memName(layout()[i].slot));

@@ -31,6 +31,14 @@
 // costs mem_len rows every mem_len / qlen segments: O(qlen) rows per segment,
 // whatever mem_len is (stateRowsMoved() counts them).
 //
+// The streams share the window, but each remembers its own number of
+// positions (streamMlen(b) <= mlen()): resetStream(b) starts stream b afresh
+// while the others go on. Its positions are masked by the padded plan's
+// per-stream pad_mask (the same exactness argument as a warm-up segment's
+// padding), or, with a full initial memory, refilled with the initial rows.
+// Streams do not mix in any op, so what a stream computes does not depend on
+// what its neighbours hold.
+//
 //   auto model = std::make_shared<CompiledModel>(info, weights, makeReferenceExecutor(), factory);
 //   Session s(model);
 //   auto out = s.forward(tokens, &targets);   // tokens i64[qlen, batch]
@@ -161,7 +169,19 @@ class Session {
   // Forgets the memory: the next segment starts a fresh stream (an empty
   // memory, or the model's full initial memory).
   void reset();
+  // Forgets the memory of stream `b` only (see above). txl::Error for a
+  // stream outside [0, batch), or when other streams remember positions and
+  // the model cannot pad (ModelInfo::padWarmup false: not attn_type 0).
+  void resetStream(std::int64_t b);
   std::int64_t mlen() const { return mlen_; }
+  // Positions stream `b` remembers: the last rows of the shared window.
+  std::int64_t streamMlen(std::int64_t b) const { return streamMlen_.at(std::size_t(b)); }
+  // With `on` (and a model that pads), every segment runs the padded plan of
+  // mlen = mem_len, also once every stream remembers mem_len positions: the
+  // plan a segment runs then depends on its length alone, never on what the
+  // other streams remember, so a stream's results cannot depend on its
+  // neighbours through the choice of plan (documents scoring).
+  void padAlways(bool on) { padAlways_ = on; }
   // The memory of a slot: f32[mlen, batch, width] (txl::Error for a slot the model does not have).
   ir::Tensor memory(std::int64_t slot) const;
   const std::vector<SlotLayout>& layout() const { return model_->stateLayout(); }
@@ -172,7 +192,7 @@ class Session {
   std::size_t stateBytes() const;
 
   // The state as named tensors ("mem.<slot>" f32[mlen, batch, width]), and
-  // back. loadState checks the slots and shapes against the model
+  // back (every stream then remembers mlen positions). loadState checks the slots and shapes against the model
   // (txl::Error naming the tensor otherwise).
   TensorMap saveState() const;
   void loadState(const TensorMap& state);
@@ -201,6 +221,8 @@ class Session {
   std::int64_t capacity_ = 0;
   std::int64_t start_ = 0;  // the memory is rows [start_, start_ + mlen_); start_ >= memLen - mlen_
   std::int64_t mlen_ = 0;
+  std::vector<std::int64_t> streamMlen_;  // per stream, <= mlen_: the rest of its rows are masked
+  bool padAlways_ = false;
   std::uint64_t rowsMoved_ = 0;
   CompiledGraph* lastPlan_ = nullptr;
   // The inputs of the last forward, updated in place: once a stream is warm,
@@ -209,7 +231,7 @@ class Session {
   TensorMap inputs_;
   std::vector<std::string> slotNames_;     // "mem.<slot>" per layout slot
   std::vector<ir::TensorType> slotTypes_;  // per layout slot, the row count set per use
-  ir::Tensor padMask_;                     // "pad_mask" of the last padded segment
+  ir::Tensor padMask_;                     // "pad_mask" f32[batch, 1, 1, klen] of the last padded segment
 };
 
 }  // namespace txl::backend

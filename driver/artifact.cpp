@@ -246,7 +246,7 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
   if (s.is_object() && s.contains("initial_memory"))
     a.setting.initialMemory = frontend::parseInitialMemory(r.string(s, "/setting", "initial_memory"),
                                                            name + ": manifest /setting/initial_memory");
-  if (auto p = settingSizeProblem(a.spec, a.setting)) r.fail("/setting/" + p->field, p->message);
+  if (auto p = settingSizeProblem(a.spec, a.setting, /*quoteValues=*/false)) r.fail("/setting/" + p->field, p->message);
   if (memory != "hidden" && memory != "kv")
     r.fail("/setting/memory", "expected \"kv\" or \"hidden\", got \"" + memory + "\"");
   const auto& passes = r.at(m, "", "passes");

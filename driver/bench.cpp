@@ -1,23 +1,20 @@
-// driver/bench.cpp - runBench() and the probes (bench.h, docs/PERFORMANCE.md).
+// driver/bench.cpp - benchCases() and runBench() (bench.h, docs/PERFORMANCE.md).
 //
 // Algorithm (runBench):
-//   1. Probe the machine in a child process: `self bench-probe` prints the
-//      best f32 matmul rate and the read bandwidth as JSON.
-//   2. Load the model (random seeded weights allowed) and compile it for the
-//      run setting (batch, mem_len).
-//   3. --prefill: a separate session runs one untimed segment of mem_len
+//   1. Compile the model for the case's setting (batch, mem_len, threads).
+//   2. Prefill: a separate session runs one untimed segment of mem_len
 //      tokens, and the benchmark session starts from its state (a full
 //      memory); that session and its plan are then freed and the peak
 //      resident set is reset (/proc/self/clear_refs), so the figure is the
 //      steady state's.
-//   4. Warm-up segments, untimed. When the timed segments will meet shapes
+//   3. Warm-up segments, untimed. When the timed segments will meet shapes
 //      not met yet (no prefill: the memory still grows), they are rehearsed
 //      untimed first from a saved state, so no timed segment builds a plan.
-//   5. Time each segment's forward(). Tokens are random (seeded), targets too
-//      with --nll.
-//   6. --profile: the steady-state plan again, with per-step timing.
-//   7. --sliding-window L: the vanilla evaluation (a fresh forward of L
-//      tokens without memory per predicted token) against the timed one.
+//   4. Repetitions: each restores the state after the warm-up and times each
+//      segment's forward(). Tokens are random (seeded), targets too with nll.
+//   5. Profile: the steady-state plan again, with per-step timing.
+//   6. Sliding window L: the vanilla evaluation (a fresh forward of L tokens
+//      without memory per predicted token) against the timed one.
 #include "driver/bench.h"
 
 #include <sys/resource.h>
@@ -40,7 +37,7 @@
 
 #include "backend/onednn_executor.h"
 #include "backend/onednn_probe.h"
-#include "frontend/model_loader.h"
+#include "backend/platform.h"
 #include "frontend/safetensors.h"
 #include "frontend/weights.h"
 #include "ir/check.h"
@@ -124,77 +121,6 @@ Latency latencyOf(std::vector<double> ms) {
   return l;
 }
 
-// --- probes ------------------------------------------------------------------
-
-ProbeResult runProbes(int threads, std::int64_t probeMiB) {
-  backend::setThreads(threads);
-  ProbeResult p;
-  backend::MatmulPeak peak = backend::measureMatmulPeak();
-  p.matmulPeakGflops = peak.gflops;
-  p.matmulShape = peak.shape;
-  p.matmulImpl = peak.impl;
-  p.readBandwidthGbs = backend::measureReadBandwidth(std::size_t(probeMiB) << 20);
-  p.ok = true;
-  return p;
-}
-
-nlohmann::json probeJson(const ProbeResult& p) {
-  return {{"matmul_peak_gflops", p.matmulPeakGflops},
-          {"matmul_shape", p.matmulShape},
-          {"matmul_impl", p.matmulImpl},
-          {"read_bandwidth_gbs", p.readBandwidthGbs},
-          {"threads", backend::threadCount()}};
-}
-
-ProbeResult runProbeChild(const std::string& self, int threads, std::int64_t probeMiB) {
-  ProbeResult p;
-  int fds[2];
-  if (pipe(fds) != 0) {
-    p.error = "pipe failed";
-    return p;
-  }
-  std::cout.flush();
-  std::cerr.flush();
-  const std::string t = std::to_string(threads), mib = std::to_string(probeMiB);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    p.error = "fork failed";
-    return p;
-  }
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    execl(self.c_str(), self.c_str(), "bench-probe", "--threads", t.c_str(), "--probe-mib", mib.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, std::size_t(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    p.error = self + " bench-probe exited with status " + std::to_string(WEXITSTATUS(status));
-    return p;
-  }
-  try {
-    auto j = nlohmann::json::parse(out);
-    p.matmulPeakGflops = j.at("matmul_peak_gflops");
-    p.matmulShape = j.at("matmul_shape");
-    p.matmulImpl = j.at("matmul_impl");
-    p.readBandwidthGbs = j.at("read_bandwidth_gbs");
-    p.ok = true;
-  } catch (const nlohmann::json::exception& e) {
-    p.error = std::string("bench-probe printed no valid JSON: ") + e.what();
-  }
-  return p;
-}
-
 // --- the benchmark -----------------------------------------------------------
 
 namespace {
@@ -206,14 +132,6 @@ struct Streams {
   ir::Tensor tokens(std::int64_t qlen) { return randomIds(qlen, batch, spec.n_token, rng); }
 };
 
-// Fills `session`'s memory to mem_len with one untimed segment in a separate
-// session (freed before returning, with its plan).
-// Random weights held as a loaded model holds its weights: written to a
-// temporary safetensors file, mapped read-only and bound like any weights
-// file. The file is unlinked at once (the mapping keeps it readable), so
-// nothing is left behind. The resident memory measured is then a real
-// model's: plain weights that the plans read only packed are file pages the
-// executor drops (backend/packed_weights.h).
 frontend::WeightMap fileBackedWeights(const frontend::ModelSpec& spec, const frontend::WeightMap& weights) {
   std::string dir = (std::filesystem::temp_directory_path() / "txlc-bench-XXXXXX").string();
   if (!::mkdtemp(dir.data())) throw Error(dir + ": cannot create a temporary directory: " + std::strerror(errno));
@@ -234,6 +152,8 @@ frontend::WeightMap fileBackedWeights(const frontend::ModelSpec& spec, const fro
   }
 }
 
+// Fills `session`'s memory to mem_len with one untimed segment in a separate
+// session (freed before returning, with its plan).
 void prefill(const std::shared_ptr<backend::CompiledModel>& model, backend::Session& session, Streams& s) {
   const std::int64_t memLen = model->info().memLen;
   if (memLen == 0) return;
@@ -275,82 +195,116 @@ std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::
   return rows;
 }
 
+double stddevOf(const std::vector<double>& v, double mean) {
+  if (v.size() < 2) return 0;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / double(v.size() - 1));
+}
+
 }  // namespace
 
-BenchReport runBench(const BenchOptions& o) {
-  BenchReport r;
-  r.model = o.model;
-  r.batch = o.batch;
-  r.prefill = o.prefill || o.slidingWindow.has_value();
-  r.nll = o.nll;
-  r.segments = std::max(1, o.segments);
-  r.warmup = std::max(0, o.warmup);
-  if (o.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(o.batch));
+std::vector<BenchCase> benchCases(const Setting& base, const std::vector<std::int64_t>& batches,
+                                  const std::vector<std::int64_t>& qlens, const std::vector<std::int64_t>& memLens,
+                                  const std::vector<int>& threads) {
+  auto orDefault = [](auto list, auto value) { return list.empty() ? decltype(list){value} : list; };
+  const int defaultThreads = base.threads > 0 ? base.threads : backend::platform().physicalCores;
+  std::vector<BenchCase> cases;
+  for (std::int64_t b : orDefault(batches, base.batch))
+    for (std::int64_t q : orDefault(qlens, base.qlen))
+      for (std::int64_t m : orDefault(memLens, base.memLen))
+        for (int t : orDefault(threads, defaultThreads)) cases.push_back({b, q, m, t});
+  return cases;
+}
+
+void mapRandomWeights(Model& m) {
+  frontend::WeightMap mapped = fileBackedWeights(m.spec, frontend::WeightMap(m.weights.begin(), m.weights.end()));
+  m.weights = ir::TensorMap(mapped.begin(), mapped.end());
+}
+
+BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, const BenchOptions& o,
+                     const ProbeResult& probe) {
+  if (o.segments < 1) throw Error("--segments: expected a positive integer, got " + std::to_string(o.segments));
+  if (o.warmup < 0) throw Error("--warmup: expected a non-negative integer, got " + std::to_string(o.warmup));
+  if (o.repetitions < 1)
+    throw Error("--repetitions: expected a positive integer, got " + std::to_string(o.repetitions));
+  if (c.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(c.qlen));
   if (o.slidingWindow && *o.slidingWindow < 2)
     throw Error("--sliding-window: expected an attention length of at least 2, got " +
                 std::to_string(*o.slidingWindow));
-  backend::setThreads(o.threads);
-  r.threads = backend::threadCount();
+  BenchReport r;
+  r.model = m.path;
+  r.modelForm = m.form;
+  r.prefill = o.prefill || o.slidingWindow.has_value();
+  r.nll = o.nll;
+  r.segments = o.segments;
+  r.warmup = o.warmup;
+  r.repetitions = o.repetitions;
+  r.probe = probe;
 
-  // 1. The machine, from a child process.
-  if (o.probe) {
-    r.probe = runProbeChild(o.self.empty() ? "/proc/self/exe" : o.self, r.threads, o.probeMiB);
-    if (!r.probe.ok) std::cerr << "txlc: warning: machine probe failed: " << oneLine(r.probe.error) << std::endl;
-  }
-
-  // 2. The model.
-  frontend::LoadOptions load;
-  load.randomWeights = o.randomWeights;
-  load.seed = o.seed;
-  frontend::LoadedModel m = frontend::loadModel(o.model, o.weights, load);
-  for (const auto& w : m.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
-  if (o.randomWeights) m.weights = fileBackedWeights(m.spec, m.weights);
-  ir::TensorMap weights(m.weights.begin(), m.weights.end());
-  const Model model0 = modelFrom(m.spec, weights, o.model);
-  Setting settings = defaultSetting(model0);
-  settings.backend = o.setting.backend, settings.pipeline = o.setting.pipeline;
-  settings.qlen = std::max<std::int64_t>(m.spec.tgt_len, 1);  // sizes the state windows, as a stream of the spec's
-  settings.batch = o.batch;
-  if (o.memLen) settings.memLen = *o.memLen;
-  r.qlen = o.qlen.value_or(m.spec.tgt_len > 0 ? m.spec.tgt_len : 1);
+  // 1. The setting and the compiled model.
+  Setting settings = base;
+  settings.batch = c.batch;
+  settings.memLen = c.memLen;
+  settings.threads = c.threads;
+  r.qlen = c.qlen;
   if (o.slidingWindow) {
     r.qlen = 1;
     settings.memLen = *o.slidingWindow - 1;
   }
-  if (r.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(r.qlen));
-  auto model = compile(model0, settings);
+  checkSetting(m.spec, settings);
+  applyThreads(settings.threads);
+  r.batch = settings.batch;
+  r.threads = backend::threadCount();
+  r.backend = settings.backend;
+  r.memoryForm = memoryForm(settings);
+  r.semantics = frontend::semanticsName(m.spec.semantics);
+  r.initialMemory = frontend::initialMemoryName(settings.initialMemory);
+  auto model = compile(m, settings);
   r.memLen = model->info().memLen;
-  Streams streams{m.spec, o.batch, std::mt19937_64(o.seed + 1)};
+  Streams streams{m.spec, settings.batch, std::mt19937_64(o.seed + 1)};
 
-  // 3. Prefill, then the steady state's peak resident set.
+  // 2. Prefill, then the steady state's peak resident set.
   backend::Session session(model);
+  noteReplanning(m, settings);
   if (r.prefill) prefill(model, session, streams);
   const bool peakReset = resetPeakRss();
 
-  // 4. Warm-up, and a rehearsal of shapes not met yet.
+  // 3. Warm-up, and a rehearsal of shapes not met yet.
   for (int i = 0; i < r.warmup; ++i) timedForward(session, streams, r.qlen, o.nll);
   const bool steady = r.prefill || r.memLen == 0;
+  const ir::TensorMap afterWarmup = session.saveState();
   if (!steady || r.warmup == 0) {
-    const ir::TensorMap state = session.saveState();
     for (int i = 0; i < (steady ? 1 : r.segments); ++i) timedForward(session, streams, r.qlen, o.nll);
-    session.loadState(state);
+    session.loadState(afterWarmup);
   }
 
-  // 5. Timed segments.
+  // 4. Timed repetitions, each from the state after the warm-up.
   r.mlen = session.mlen();
   std::vector<double> ms;
-  for (int i = 0; i < r.segments; ++i) ms.push_back(timedForward(session, streams, r.qlen, o.nll));
+  for (int rep = 0; rep < r.repetitions; ++rep) {
+    if (rep > 0) session.loadState(afterWarmup);
+    double repMs = 0;
+    for (int i = 0; i < r.segments; ++i) {
+      ms.push_back(timedForward(session, streams, r.qlen, o.nll));
+      repMs += ms.back();
+    }
+    r.tokensPerSRuns.push_back(double(r.batch * r.qlen * r.segments) / (repMs / 1e3));
+  }
   r.latency = latencyOf(ms);
-  r.tokensPerS = double(r.batch * r.qlen) / (r.latency.avg / 1e3);
+  double sum = 0;
+  for (double t : r.tokensPerSRuns) sum += t;
+  r.tokensPerS = sum / double(r.tokensPerSRuns.size());
+  r.tokensPerSStddev = stddevOf(r.tokensPerSRuns, r.tokensPerS);
 
-  // FLOPs of the first timed shape (the memory may still grow without --prefill).
+  // FLOPs of the first timed shape (the memory may still grow without prefill).
   FlopCount flops = countFlops(model->buildGraph({r.qlen, r.mlen, {false, o.nll}, false}));
   r.usefulFlops = flops.useful;
   r.graphFlops = flops.graph;
   r.usefulGflops = flops.useful / (r.latency.avg / 1e3) / 1e9;
   if (r.probe.ok && r.probe.matmulPeakGflops > 0) r.efficiency = r.usefulGflops / r.probe.matmulPeakGflops;
   if (r.qlen == 1) {
-    r.memoryFloorBytes = memoryFloorBytes(m.spec, weights, r.batch, r.mlen, o.nll);
+    r.memoryFloorBytes = memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll);
     if (r.probe.ok && r.probe.readBandwidthGbs > 0) {
       r.memoryFloorMs = r.memoryFloorBytes / (r.probe.readBandwidthGbs * 1e9) * 1e3;
       r.floorRatio = r.latency.median / r.memoryFloorMs;
@@ -360,7 +314,7 @@ BenchReport runBench(const BenchOptions& o) {
   // Memory: the steady state's peak against weights + state + arena + 64 MiB.
   r.peakRssProcessBytes = processPeakRss();
   r.peakRssBytes = peakReset ? procStatusBytes("VmHWM") : r.peakRssProcessBytes;
-  r.weightBytes = ir::distinctBytes(weights) + model->constants().bytes();
+  r.weightBytes = ir::distinctBytes(m.weights) + model->constants().bytes();
   if (const backend::CompiledGraph* plan = session.lastPlan(); plan && plan->hasSteps()) {
     r.arenaBytes = plan->arenaBytes();
     r.constantBytes = plan->constantBytes();
@@ -371,16 +325,16 @@ BenchReport runBench(const BenchOptions& o) {
   r.stateBytes = session.stateBytes();
   r.rssBudgetBytes = r.weightBytes + r.stateBytes + r.arenaBytes + (std::size_t(64) << 20);
 
-  // 6. Profile.
+  // 5. Profile.
   if (o.profile) r.profile = profilePlan(session, streams, r.qlen, o.nll, std::max(3, r.segments));
 
-  // 7. The vanilla sliding-window evaluation at the same attention length.
+  // 6. The vanilla sliding-window evaluation at the same attention length.
   if (o.slidingWindow) {
     const std::int64_t L = *o.slidingWindow;
     Setting vanilla = settings;
     vanilla.memLen = 0;
     vanilla.sameLength = false;
-    auto vmodel = compile(model0, vanilla);
+    auto vmodel = compile(m, vanilla);
     backend::Session v(vmodel);
     v.forward(streams.tokens(L), nullptr, false);  // builds the plan
     std::vector<double> vms;
@@ -396,137 +350,6 @@ BenchReport runBench(const BenchOptions& o) {
     r.slidingWindow.push_back(row);
   }
   return r;
-}
-
-// --- reports -----------------------------------------------------------------
-
-nlohmann::json benchJson(const BenchReport& r) {
-  auto orNull = [](bool ok, double v) { return ok ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  nlohmann::json j = {
-      {"model", r.model},
-      {"batch", r.batch},
-      {"qlen", r.qlen},
-      {"mem_len", r.memLen},
-      {"mlen", r.mlen},
-      {"threads", r.threads},
-      {"segments", r.segments},
-      {"warmup", r.warmup},
-      {"prefill", r.prefill},
-      {"nll", r.nll},
-      {"tokens_per_s", r.tokensPerS},
-      {"ms_per_segment", r.latency.median},
-      {"avg_ms", r.latency.avg},
-      {"p90_ms", r.latency.p90},
-      {"p95_ms", r.latency.p95},
-      {"p99_ms", r.latency.p99},
-      {"min_ms", r.latency.min},
-      {"max_ms", r.latency.max},
-      {"useful_gflop_per_segment", r.usefulFlops / 1e9},
-      {"graph_gflop_per_segment", r.graphFlops / 1e9},
-      {"useful_gflops", r.usefulGflops},
-      {"matmul_peak_gflops", orNull(r.probe.ok, r.probe.matmulPeakGflops)},
-      {"matmul_peak_shape", r.probe.matmulShape},
-      {"matmul_peak_impl", r.probe.matmulImpl},
-      {"read_bandwidth_gbs", orNull(r.probe.ok, r.probe.readBandwidthGbs)},
-      {"efficiency", orNull(r.probe.ok, r.efficiency)},
-      {"memory_floor_bytes", orNull(r.qlen == 1, r.memoryFloorBytes)},
-      {"memory_floor_ms", orNull(r.qlen == 1 && r.probe.ok, r.memoryFloorMs)},
-      {"memory_floor_ratio", orNull(r.qlen == 1 && r.probe.ok, r.floorRatio)},
-      {"peak_rss_bytes", r.peakRssBytes},
-      {"peak_rss_process_bytes", r.peakRssProcessBytes},
-      {"weight_bytes", r.weightBytes},
-      {"state_bytes", r.stateBytes},
-      {"arena_bytes", r.arenaBytes},
-      {"constant_bytes", r.constantBytes},
-      {"rss_budget_bytes", r.rssBudgetBytes},
-      {"ref_impls", r.refImpls},
-  };
-  if (!r.profile.empty()) {
-    nlohmann::json p = nlohmann::json::array();
-    for (const auto& row : r.profile)
-      p.push_back(
-          {{"op", row.op}, {"node", row.node}, {"primitive", row.primitive}, {"impl", row.impl}, {"ms", row.ms}});
-    j["profile"] = p;
-  }
-  if (!r.slidingWindow.empty()) {
-    const auto& s = r.slidingWindow.front();
-    j["sliding_window"] = {{"length", s.length},
-                           {"vanilla_ms_per_token", s.vanillaMsPerToken},
-                           {"memory_ms_per_token", s.memoryMsPerToken},
-                           {"speedup", s.speedup}};
-  }
-  return j;
-}
-
-std::string benchText(const BenchReport& r) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  auto mib = [](std::size_t b) { return double(b) / double(1 << 20); };
-  out.precision(1);
-  out << "model        " << r.model << "\n";
-  out << "setting      batch " << r.batch << ", qlen " << r.qlen << ", mem_len " << r.memLen << " (" << r.mlen
-      << " remembered), " << r.threads << " threads" << (r.nll ? ", with NLL" : "") << "\n";
-  out << "segments     " << r.segments << " timed after " << r.warmup << " warm-up"
-      << (r.prefill ? ", memory prefilled" : "") << "\n";
-  out << "throughput   " << r.tokensPerS << " tokens/s\n";
-  out.precision(2);
-  out << "latency ms   avg " << r.latency.avg << "  median " << r.latency.median << "  p90 " << r.latency.p90
-      << "  p95 " << r.latency.p95 << "  p99 " << r.latency.p99 << "\n";
-  out << std::defaultfloat << std::setprecision(4) << "useful work  " << r.usefulFlops / 1e9
-      << " GFLOP/segment (the graph does " << r.graphFlops / 1e9 << "), " << r.usefulGflops << " GFLOP/s\n"
-      << std::fixed;
-  if (r.probe.ok) {
-    out << "machine      matmul peak " << r.probe.matmulPeakGflops << " GFLOP/s (" << r.probe.matmulShape << ", "
-        << r.probe.matmulImpl << "), read bandwidth " << r.probe.readBandwidthGbs << " GB/s\n";
-    out.precision(3);
-    out << "efficiency   " << r.efficiency << "\n";
-    out.precision(2);
-    if (r.qlen == 1)
-      out << "memory floor " << r.memoryFloorMs << " ms (" << mib(std::size_t(r.memoryFloorBytes))
-          << " MiB per step); measured / floor = " << r.floorRatio << "\n";
-  }
-  out.precision(1);
-  out << "peak RSS     " << mib(r.peakRssBytes) << " MiB (budget " << mib(r.rssBudgetBytes) << " = weights "
-      << mib(r.weightBytes) << " + state " << mib(r.stateBytes) << " + arena " << mib(r.arenaBytes)
-      << " + 64; plan constants " << mib(r.constantBytes) << ")\n";
-  for (const auto& s : r.refImpls) out << "SLOW PATH    " << s << "\n";
-  for (const auto& s : r.slidingWindow) {
-    out.precision(2);
-    out << "sliding window L=" << s.length << ": vanilla " << s.vanillaMsPerToken << " ms/token, memory "
-        << s.memoryMsPerToken << " ms/token, speed-up " << s.speedup << "x\n";
-  }
-  if (!r.profile.empty()) {
-    double total = 0;
-    for (const auto& p : r.profile) total += p.ms;
-    std::map<std::string, std::pair<double, int>> byKind;
-    for (const auto& p : r.profile) {
-      auto& e = byKind[p.op + " " + p.primitive + " " + p.impl];
-      e.first += p.ms;
-      e.second += 1;
-    }
-    std::vector<std::pair<std::string, std::pair<double, int>>> kinds(byKind.begin(), byKind.end());
-    std::sort(kinds.begin(), kinds.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
-    out.precision(3);
-    out << "\nprofile: " << total << " ms per segment with a wait after every step (" << r.profile.size()
-        << " steps)\n  ms/segment      %  steps  op primitive impl\n";
-    for (const auto& [k, v] : kinds) {
-      out.width(12);
-      out << v.first << "  ";
-      out.precision(1);
-      out.width(5);
-      out << 100.0 * v.first / total << "  ";
-      out.width(5);
-      out << v.second << "  " << k << "\n";
-      out.precision(3);
-    }
-    std::vector<ProfileRow> top = r.profile;
-    std::sort(top.begin(), top.end(), [](auto& a, auto& b) { return a.ms > b.ms; });
-    out << "\n  slowest steps (ms/segment, op, node, primitive, impl)\n";
-    for (std::size_t i = 0; i < std::min<std::size_t>(15, top.size()); ++i)
-      out << "  " << top[i].ms << "  " << top[i].op << " " << top[i].node << " " << top[i].primitive << " "
-          << top[i].impl << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace txl::driver

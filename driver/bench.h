@@ -1,20 +1,27 @@
 // driver/bench.h - the benchmark harness behind `txlc bench` (docs/PERFORMANCE.md).
 //
-// runBench() loads a model (random seeded weights allowed), compiles it for
-// one run setting, optionally fills the recurrent memory first (--prefill:
-// the timed segments are the steady state), runs untimed warm-up segments,
-// then times `segments` segments one by one. Around that it measures, in a
-// child process (`txlc bench-probe`, so its gigabyte never counts in the
-// model's resident set), the best f32 matmul rate and the read bandwidth of
-// this machine, and derives the efficiency (useful GFLOP/s over the matmul
-// peak) and, for qlen 1, the memory floor. --profile reruns the steady-state
-// plan with per-step timing; --sliding-window L compares a vanilla
-// sliding-window evaluation with the memory-based one at attention length L.
+// A benchmark is a sweep: the Cartesian product of batch sizes, segment
+// lengths, memory lengths and thread counts (benchCases()), each case run
+// on the same model - any form openModel() accepts: a model directory, a
+// spec with weights or seeded random weights, a checkpoint, an artifact, the
+// running standalone executable. For each case runBench() compiles the model
+// for the case's setting, optionally fills the recurrent memory first
+// (prefill: the timed segments are the steady state), runs untimed warm-up
+// segments, then `repetitions` times restores the state after the warm-up
+// and times `segments` segments one by one. Each repetition gives one
+// tokens/s figure; the report has their mean and standard deviation and the
+// latency percentiles of every timed segment. Against the machine's figures
+// (driver/bench_probe.h) it derives the efficiency (useful GFLOP/s over the
+// matmul peak) and, for qlen 1, the memory floor. `profile` reruns the
+// steady-state plan with per-step timing; `slidingWindow` L compares a
+// vanilla sliding-window evaluation with the memory-based one at attention
+// length L. driver/bench_report.h prints reports.
 //
-//   BenchOptions o;
-//   o.model = "bench/enwik8_base.json"; o.randomWeights = true; o.prefill = true;
-//   BenchReport r = runBench(o);
-//   std::cout << benchJson(r).dump(2);
+//   driver::Model m = driver::openModel("bench/enwik8_base.json", {.randomWeights = true});
+//   driver::Setting s = driver::defaultSetting(m);
+//   driver::BenchOptions o;  o.prefill = true;
+//   for (const driver::BenchCase& c : driver::benchCases(s, {1, 8}, {1, 80}, {}, {2}))
+//     reports.push_back(driver::runBench(m, s, c, o, probe));
 #pragma once
 
 #include <cstdint>
@@ -22,44 +29,42 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "driver/bench_probe.h"
 #include "driver/compile.h"
 
 namespace txl::driver {
 
-struct BenchOptions {
-  std::string model;
-  std::optional<std::string> weights;
-  bool randomWeights = false;
-  std::uint64_t seed = 0;
+// One test of a sweep.
+struct BenchCase {
   std::int64_t batch = 1;
-  std::optional<std::int64_t> qlen, memLen;  // default: the spec's tgt_len, mem_len
-  bool prefill = false;
-  int segments = 10;
-  int warmup = 2;
-  int threads = 0;  // 0: OpenMP's default
-  bool nll = false;
+  std::int64_t qlen = 1;  // tokens per timed segment
+  std::int64_t memLen = 0;
+  int threads = 1;
+};
+
+// The Cartesian product, batch slowest and threads fastest. An empty list
+// takes the setting's value (threads: the machine's physical cores when the
+// setting leaves them to OpenMP).
+std::vector<BenchCase> benchCases(const Setting& base, const std::vector<std::int64_t>& batches,
+                                  const std::vector<std::int64_t>& qlens, const std::vector<std::int64_t>& memLens,
+                                  const std::vector<int>& threads);
+
+// What every case of a sweep shares.
+struct BenchOptions {
+  bool prefill = false;  // start with a full memory: time the steady state
+  bool nll = false;      // also the NLL of every position (random targets)
+  int segments = 10;     // timed per repetition
+  int warmup = 2;        // untimed, before the first repetition
+  int repetitions = 5;
   std::optional<std::int64_t> slidingWindow;
   bool profile = false;
-  bool probe = true;
-  std::int64_t probeMiB = 1024;  // bandwidth array
-  std::string self;              // the txlc executable, for the probe child (default /proc/self/exe)
-  Setting setting;               // the backend and the pipeline (batch, lengths and threads: the fields above)
+  std::uint64_t seed = 0;  // of the random tokens (and targets)
 };
 
 struct Latency {
   double avg = 0, median = 0, p90 = 0, p95 = 0, p99 = 0, min = 0, max = 0;  // ms
 };
 Latency latencyOf(std::vector<double> ms);
-
-struct ProbeResult {
-  bool ok = false;
-  double matmulPeakGflops = 0;
-  std::string matmulShape, matmulImpl;
-  double readBandwidthGbs = 0;
-  std::string error;
-};
 
 struct ProfileRow {
   std::string op, primitive, impl;
@@ -73,13 +78,15 @@ struct SlidingWindowRow {
 };
 
 struct BenchReport {
-  std::string model;
+  std::string model, modelForm;  // as named; Model::form
+  std::string semantics, initialMemory, backend, memoryForm;
   std::int64_t batch = 1, qlen = 0, memLen = 0, mlen = 0;  // mlen: remembered positions in the timed segments
-  int threads = 0, segments = 0, warmup = 0;
+  int threads = 0, segments = 0, warmup = 0, repetitions = 0;
   bool prefill = false, nll = false;
-  Latency latency;
-  double tokensPerS = 0;
-  double usefulFlops = 0, graphFlops = 0;  // per segment
+  Latency latency;                              // over every timed segment of every repetition
+  std::vector<double> tokensPerSRuns;           // one per repetition
+  double tokensPerS = 0, tokensPerSStddev = 0;  // their mean and sample standard deviation
+  double usefulFlops = 0, graphFlops = 0;       // per segment
   double usefulGflops = 0;
   ProbeResult probe;
   double efficiency = 0;
@@ -91,14 +98,16 @@ struct BenchReport {
   std::vector<std::string> refImpls;  // steps of the timed plan with a `ref` implementation
 };
 
-BenchReport runBench(const BenchOptions& options);
-nlohmann::json benchJson(const BenchReport& r);
-std::string benchText(const BenchReport& r);
+// Random weights (openModel's, on the heap) held as a loaded model holds its
+// weights: written to an unlinked temporary safetensors file and mapped, so
+// the resident memory measured is a real model's (plain weights the plans
+// read only packed are file pages the executor drops).
+void mapRandomWeights(Model& m);
 
-// The probes, in this process (the hidden `txlc bench-probe`), and from a
-// child process running `self bench-probe` (its JSON on stdout).
-ProbeResult runProbes(int threads, std::int64_t probeMiB);
-nlohmann::json probeJson(const ProbeResult& p);
-ProbeResult runProbeChild(const std::string& self, int threads, std::int64_t probeMiB);
+// One case: `base` (the model's setting with the user's overrides) with the
+// case's batch, mem_len and threads; checked (checkSetting, checkMemoryFits)
+// before anything is planned.
+BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, const BenchOptions& o,
+                     const ProbeResult& probe);
 
 }  // namespace txl::driver

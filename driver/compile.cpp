@@ -79,13 +79,14 @@ int maxThreads() {
   return kMaxThreadsPerCore * cores;
 }
 
-std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s) {
-  auto range = [](const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi,
-                  const char* what) -> std::optional<SettingProblem> {
-    if (v < lo) return SettingProblem{field, std::string("expected ") + what + ", got " + std::to_string(v)};
+std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s,
+                                                 bool quoteValues) {
+  auto range = [quoteValues](const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi,
+                             const char* what) -> std::optional<SettingProblem> {
+    const std::string got = quoteValues ? "'" + std::to_string(v) + "'" : std::to_string(v);
+    if (v < lo) return SettingProblem{field, std::string("expected ") + what + ", got " + got};
     if (v > hi)
-      return SettingProblem{
-          field, std::string("expected ") + what + " at most " + std::to_string(hi) + ", got " + std::to_string(v)};
+      return SettingProblem{field, std::string("expected ") + what + " at most " + std::to_string(hi) + ", got " + got};
     return std::nullopt;
   };
   if (auto p = range("batch", s.batch, 1, kMaxBatch, "a positive integer")) return p;
@@ -121,7 +122,8 @@ std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec
 }
 
 void checkSetting(const frontend::ModelSpec& spec, const Setting& s) {
-  if (auto p = settingSizeProblem(spec, s)) {
+  // Worded as the command line's validators word them (tools/cli_checks.h), for callers that bypass them.
+  if (auto p = settingSizeProblem(spec, s, /*quoteValues=*/true)) {
     std::string flag = "--" + p->field;
     std::replace(flag.begin(), flag.end(), '_', '-');
     throw Error(flag + ": " + p->message);
@@ -130,6 +132,29 @@ void checkSetting(const frontend::ModelSpec& spec, const Setting& s) {
     throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
   isOnednn(s.backend);
   passes::selectedPasses(s.pipeline);  // validates the names now, not at the first segment
+}
+
+void checkRunPipeline(const Model& m, const SettingChoice& c) {
+  if (!m.artifact) return;
+  const bool passes = c.passes && !c.passes->empty();
+  if (passes || !c.disabled.empty())
+    throw Error((passes ? "--passes" : "--disable-pass") + std::string(": ") + m.path +
+                " is compiled with its pipeline; recompile it to change the passes");
+}
+
+Setting resolveSetting(const Model& m, const SettingChoice& c, bool run) {
+  if (run) checkRunPipeline(m, c);
+  Setting s = defaultSetting(m);
+  selectPipeline(s, c);
+  if (c.threads) s.threads = *c.threads;
+  if (c.batch) s.batch = *c.batch;
+  if (c.qlen) s.qlen = *c.qlen;
+  if (c.memLen) s.memLen = *c.memLen;
+  if (c.clampLen) s.clampLen = *c.clampLen;
+  if (c.sameLength) s.sameLength = *c.sameLength;
+  if (c.initialMemory) s.initialMemory = frontend::parseInitialMemory(*c.initialMemory, "--initial-memory");
+  checkSetting(m.spec, s);
+  return s;
 }
 
 bool replans(const Model& m, const Setting& s) {

@@ -57,7 +57,18 @@ int maxThreads();  // kMaxThreadsPerCore × the cores this process may run on
 struct SettingProblem {
   std::string field, message;
 };
-std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s);
+// `quoteValues` words a value as the command line does ('0'), else as JSON does (0).
+std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s,
+                                                 bool quoteValues);
+
+// The setting of a run of `m` as a user chose it: defaultSetting(m) with
+// every field `c` sets applied, then checkSetting(). For a `run` (not a
+// recompile) of an artifact, a pass selection is refused first
+// (checkRunPipeline): an artifact is compiled with its pipeline.
+Setting resolveSetting(const Model& m, const SettingChoice& c, bool run = true);
+// For an artifact: txl::Error when `c` selects passes ("--passes: M is
+// compiled with its pipeline; recompile it to change the passes").
+void checkRunPipeline(const Model& m, const SettingChoice& c);
 // True when an artifact's graphs cannot serve `s` (batch, mem_len,
 // clamp_len, same_length or the initial memory differ: a qlen alone does not count), so that
 // every graph is rebuilt from the stored spec and pipeline.

@@ -45,7 +45,10 @@ Model openModel(const std::string& path, const OpenOptions& options) {
   Model m;
   m.path = path;
   const bool embedded = path == kEmbeddedModelPath && embeddedArtifact();
-  if (embedded || looksLikeArtifact(path)) {
+  const bool artifactFile = !embedded && looksLikeArtifact(path);
+  const std::optional<StandaloneTrailer> exe = embedded || artifactFile ? std::nullopt : readStandaloneTrailer(path);
+  if (embedded || artifactFile || exe) {
+    m.form = embedded ? "embedded" : exe ? "executable" : "artifact";
     if (options.weights) throw Error("--weights: " + path + " is a compiled artifact that holds its weights");
     if (options.randomWeights)
       throw Error("--random-weights: " + path + " is a compiled artifact that holds its weights");
@@ -60,6 +63,8 @@ Model openModel(const std::string& path, const OpenOptions& options) {
         if (message.rfind(e.exePath, 0) == 0) message = e.displayName + message.substr(e.exePath.size());
         throw Error(message);
       }
+    } else if (exe) {
+      loaded = readArtifact(path, exe->offset, exe->length);
     } else {
       loaded = readArtifact(path);
     }
@@ -79,6 +84,21 @@ Model openModel(const std::string& path, const OpenOptions& options) {
   load.randomWeights = options.randomWeights;
   load.seed = options.seed;
   frontend::LoadedModel loaded = frontend::loadModel(path, options.weights, load);
+  m.form = std::filesystem::is_directory(path) ? "directory" : "spec";
+  if (options.randomWeights && m.form == "directory") {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.ends_with(".safetensors") || name.ends_with(".bin") || name.ends_with(".pt")) {
+        std::cerr << "txlc: note: --random-weights: " << oneLine(e.path().string())
+                  << " is not read; the model gets seeded random weights" << std::endl;
+        break;
+      }
+    }
+  }
+  if (loaded.weightsPath.ends_with(".bin") || loaded.weightsPath.ends_with(".pt") ||
+      loaded.weightsPath.ends_with(".pth"))
+    m.form = "checkpoint";
   for (const auto& w : loaded.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
   m.spec = std::move(loaded.spec);
   m.weights = std::move(loaded.weights);
@@ -107,6 +127,7 @@ frontend::ModelSpec openSpec(const std::string& path, const OpenOptions& options
 Model modelFrom(frontend::ModelSpec spec, ir::TensorMap weights, std::string path) {
   Model m;
   m.path = path.empty() ? spec.source : std::move(path);
+  m.form = "spec";
   m.spec = std::move(spec);
   m.weights = std::move(weights);  // modelId left empty: hashing every weight is for those who need it
   return m;

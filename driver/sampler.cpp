@@ -3,10 +3,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
+#include <string>
 
 #include "ir/check.h"
 
 namespace txl::driver {
+
+namespace {
+std::string number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+}  // namespace
+
+void checkSamplerOptions(const SamplerOptions& o) {
+  if (!(o.temperature > 0) || !std::isfinite(o.temperature))
+    throw Error("--temperature: expected a number above 0, got '" + number(o.temperature) + "'");
+  if (o.topK < 0) throw Error("--top-k: expected a non-negative integer, got '" + std::to_string(o.topK) + "'");
+  if (!(o.topP > 0 && o.topP <= 1)) throw Error("--top-p: expected a number in (0, 1], got '" + number(o.topP) + "'");
+}
 
 std::int64_t Sampler::next(std::span<const float> logprob) {
   TXL_CHECK(!logprob.empty(), "empty distribution");

@@ -31,6 +31,10 @@ struct SamplerOptions {
   std::uint64_t seed = 0;
 };
 
+// The one check of sampler options (txl::Error, one line naming the flag):
+// temperature a number above 0, top_k >= 0, top_p in (0, 1].
+void checkSamplerOptions(const SamplerOptions& options);
+
 class Sampler {
  public:
   explicit Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {}

@@ -16,16 +16,23 @@ void checkScoreLength(std::int64_t tokens, std::int64_t batch, const std::string
 ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t> ids, const ScoreOptions& options,
                         const std::string& source) {
   const std::int64_t batch = session.model().info().batch;
+  const std::int64_t streams = options.streams > 0 ? options.streams : batch;
   const std::int64_t n = std::int64_t(ids.size());
   TXL_CHECK(options.qlen >= 1, "qlen must be positive");
-  checkScoreLength(n, batch, source);
+  TXL_CHECK(options.firstStream >= 0 && options.firstStream + batch <= streams, "the streams run are not in the cut");
+  checkScoreLength(n, streams, source);
   ScoreResult r;
   r.batch = batch;
-  r.streamLength = n / batch;
-  r.dropped = n - r.streamLength * batch;
+  r.streams = streams;
+  r.firstStream = options.firstStream;
+  r.streamLength = n / streams;
+  r.dropped = n - r.streamLength * streams;
+  r.streamNll.assign(std::size_t(batch), 0.0);
   const std::int64_t total = batch * (r.streamLength - 1);
   if (options.perToken) r.perToken.assign(std::size_t(total), 0.0f);
-  const auto at = [&](std::int64_t t, std::int64_t b) { return ids[std::size_t(b * r.streamLength + t)]; };
+  const auto at = [&](std::int64_t t, std::int64_t b) {
+    return ids[std::size_t((options.firstStream + b) * r.streamLength + t)];
+  };
 
   for (std::int64_t i = 0; i < r.streamLength - 1; i += options.qlen) {
     const std::int64_t len = std::min(options.qlen, r.streamLength - 1 - i);
@@ -40,17 +47,17 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
       }
     backend::ForwardResult out = session.forward(tokens, &targets, /*logprob=*/false);
     const float* nll = out.nll->data<float>();
-    double segment = 0;
-    for (std::int64_t k = 0; k < len * batch; ++k) {
-      // Never a NaN or Inf as a result: the first one is an error naming its place.
-      if (!std::isfinite(nll[k]))
-        throw Error(source + ": the NLL of token " + std::to_string(i + k / batch + 1) + " of stream " +
-                    std::to_string(k % batch) + " is " + (std::isnan(nll[k]) ? "NaN" : "infinite") +
-                    " (segment at token " + std::to_string(i) +
-                    "); a weights file or artifact changed during the run, or the model overflows");
-      segment += double(nll[k]);
-    }
-    r.nllSum += segment;
+    for (std::int64_t t = 0; t < len; ++t)
+      for (std::int64_t b = 0; b < batch; ++b) {
+        const float v = nll[t * batch + b];
+        // Never a NaN or Inf as a result: the first one is an error naming its place.
+        if (!std::isfinite(v))
+          throw Error(source + ": the NLL of token " + std::to_string(i + t + 1) + " of stream " +
+                      std::to_string(options.firstStream + b) + " is " + (std::isnan(v) ? "NaN" : "infinite") +
+                      " (segment at token " + std::to_string(i) +
+                      "); a weights file or artifact changed during the run, or the model overflows");
+        r.streamNll[std::size_t(b)] += double(v);
+      }
     if (options.perToken)
       for (std::int64_t t = 0; t < len; ++t)
         for (std::int64_t b = 0; b < batch; ++b)
@@ -59,6 +66,7 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
     ++r.segments;
     if (options.progress) options.progress(r.scored, total);
   }
+  for (double s : r.streamNll) r.nllSum += s;
   return r;
 }
 

@@ -5,7 +5,10 @@
 // the remainder is dropped). Every token after a stream's first is predicted:
 // segments of qlen inputs (the last one shorter) with their next tokens as
 // targets, run through one Session so the memory carries across segments.
-// NLLs are summed in double.
+// NLLs are summed in double, per stream in token order, then the streams in
+// order: a fixed order that a run split between processes (each running a
+// share of the streams, ScoreOptions::streams) reproduces bit for bit, as
+// long as a stream's NLLs do not depend on the batch it ran in (docs/SCALE.md).
 //
 //   backend::Session session(compiled);
 //   ScoreResult r = scoreTokens(session, ids, {.qlen = 64});
@@ -26,16 +29,23 @@ struct ScoreOptions {
   bool perToken = false;
   // Called after every segment with (tokens scored so far, tokens to score).
   std::function<void(std::int64_t, std::int64_t)> progress;
+  // The cut is into `streams` streams (0: the session's batch), of which this
+  // call runs [firstStream, firstStream + batch): a share of a split run.
+  std::int64_t streams = 0;
+  std::int64_t firstStream = 0;
 };
 
 struct ScoreResult {
-  std::int64_t batch = 1;
+  std::int64_t batch = 1;         // streams run (the session's batch)
+  std::int64_t streams = 1;       // streams of the cut
+  std::int64_t firstStream = 0;   // the first stream run
   std::int64_t streamLength = 0;  // tokens per stream
   std::int64_t dropped = 0;       // tokens left over by the cut into streams
   std::int64_t scored = 0;        // tokens predicted: batch * (streamLength - 1)
   std::int64_t segments = 0;
-  double nllSum = 0;            // nats
-  std::vector<float> perToken;  // stream-major: stream b, positions 1..streamLength-1
+  double nllSum = 0;              // nats: the sum of streamNll in order
+  std::vector<double> streamNll;  // per stream run, in token order
+  std::vector<float> perToken;    // stream-major: stream b, positions 1..streamLength-1
 };
 
 // `ids` must hold at least 2 * batch tokens (txl::Error otherwise, naming `source`).

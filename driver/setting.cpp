@@ -1,13 +1,29 @@
-// driver/setting.cpp - memoryForm().
+// driver/setting.cpp - memoryForm(), selectPipeline().
 #include "driver/setting.h"
 
 #include <algorithm>
+
+#include "ir/check.h"
+#include "passes/registry.h"
 
 namespace txl::driver {
 
 std::string memoryForm(const Setting& s) {
   const std::vector<std::string> selected = passes::selectedPasses(s.pipeline);
   return std::find(selected.begin(), selected.end(), "cache-projected-memory") != selected.end() ? "kv" : "hidden";
+}
+
+void selectPipeline(Setting& s, const SettingChoice& c) {
+  if (c.backend) s.backend = *c.backend;
+  if (c.passes && !c.passes->empty()) s.pipeline.passes = passes::parsePassList(*c.passes);
+  for (const auto& name : c.disabled) {
+    passes::createPass(name);
+    s.pipeline.disabled.insert(name);
+  }
+  if (c.memory) {
+    if (*c.memory == "hidden") s.pipeline.disabled.insert("cache-projected-memory");
+    else if (*c.memory != "kv") throw Error("--memory: expected 'kv' or 'hidden', got '" + *c.memory + "'");
+  }
 }
 
 }  // namespace txl::driver

@@ -17,7 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "frontend/model_spec.h"
 #include "passes/pipeline.h"
@@ -39,6 +41,24 @@ struct Setting {
   std::string backend = "onednn";    // the executor: "onednn" or "reference"
   passes::PipelineOptions pipeline;  // the passes (default pipeline unless set) and their diagnostics
 };
+
+// What a user chose by name - the command line's flags, the Python module's
+// keywords - before it is resolved against a model (driver/compile.h
+// resolveSetting()). Unset fields keep the model's own value.
+struct SettingChoice {
+  std::optional<std::int64_t> batch, qlen, memLen, clampLen;
+  std::optional<bool> sameLength;
+  std::optional<std::string> initialMemory;  // "zeros" or "empty"
+  std::optional<int> threads;
+  std::optional<std::string> backend;  // "onednn" or "reference"
+  std::optional<std::string> passes;   // "a,b,c" or "none"
+  std::vector<std::string> disabled;   // passes removed from the pipeline
+  std::optional<std::string> memory;   // "kv" (the default pipeline's) or "hidden"
+};
+
+// Sets the backend and the pass selection of `s` from `c` (passes, disabled,
+// memory); validates every pass name (txl::Error, one line naming the flag).
+void selectPipeline(Setting& s, const SettingChoice& c);
 
 // The memory form the pipeline selects: "kv" (projected keys and values, when
 // cache-projected-memory runs) or "hidden" (each layer's input, as the reference).

@@ -30,12 +30,13 @@ void put64(unsigned char* p, std::uint64_t v) {
 }  // namespace
 
 std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, const std::string& name) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named as a model must not block here; only a regular file can carry a trailer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return std::nullopt;
   struct stat st {};
   std::optional<StandaloneTrailer> result;
   unsigned char buf[kStandaloneTrailerBytes];
-  if (::fstat(fd, &st) == 0 && std::uint64_t(st.st_size) >= kStandaloneTrailerBytes &&
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && std::uint64_t(st.st_size) >= kStandaloneTrailerBytes &&
       ::pread(fd, buf, sizeof buf, st.st_size - off_t(sizeof buf)) == ssize_t(sizeof buf) &&
       std::memcmp(buf + 16, kStandaloneMagic, 8) == 0) {
     StandaloneTrailer t{get64(buf), get64(buf + 8)};
@@ -53,10 +54,10 @@ std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, 
   return result;
 }
 
-void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact) {
-  const char* self = "/proc/self/exe";
+void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact, const std::string& txlc) {
+  const char* self = txlc.c_str();
   int in = ::open(self, O_RDONLY | O_CLOEXEC);
-  if (in < 0) throw Error(std::string(self) + ": cannot open the running txlc: " + std::strerror(errno));
+  if (in < 0) throw Error(std::string(self) + ": cannot open the txlc executable: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(in, &st) != 0) {
     ::close(in);

@@ -33,8 +33,10 @@ struct StandaloneTrailer {
 // when the magic is there but the offsets do not fit the file.
 std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, const std::string& name = "");
 
-// Copies the running executable (only its own bytes: an embedded artifact it
-// carries is left out) to `path` with `artifact` appended; atomic.
-void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact);
+// Copies the txlc executable `txlc` (default: the running one; only its own
+// bytes: an embedded artifact it carries is left out) to `path` with
+// `artifact` appended; atomic.
+void writeStandalone(const std::string& path, const std::vector<std::byte>& artifact,
+                     const std::string& txlc = "/proc/self/exe");
 
 }  // namespace txl::driver

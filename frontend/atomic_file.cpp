@@ -127,6 +127,13 @@ void noteInputFile(const std::string& path, unsigned long long device, unsigned 
   inputs().push_back({device, inode, path});
 }
 
+void forgetInputFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  std::lock_guard<std::mutex> lock(inputsMutex);
+  std::erase_if(inputs(), [&](const InputId& i) { return i.device == st.st_dev && i.inode == st.st_ino; });
+}
+
 bool checkOutputPath(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {

@@ -62,5 +62,9 @@ void releaseTemporary(int slot);
 // The txlc command turns it on; a library user may not want it.
 void protectInputs();
 void noteInputFile(const std::string& path, unsigned long long device, unsigned long long inode);
+// Forgets `path` as an input: a file the command reads because it is its
+// own earlier output, to be continued and replaced (score --documents
+// --resume reads FILE.partial or FILE).
+void forgetInputFile(const std::string& path);
 
 }  // namespace txl::frontend

@@ -42,7 +42,7 @@ class Builder {
     Node mask =
         g_.add(OpKind::AttnMask, {},
                {{"qlen", sh_.qlen}, {"mlen", sh_.mlen}, {"mem_len", sh_.memLen}, {"same_length", sh_.sameLength}});
-    if (sh_.padded) padMask_ = g_.addInput(ir::kPadMask, {DType::F32, {sh_.klen()}});
+    if (sh_.padded) padMask_ = g_.addInput(ir::kPadMask, {DType::F32, {sh_.batch, 1, 1, sh_.klen()}});
     for (std::int64_t l = 0; l <= s_.n_layer; ++l) {
       Node mem = memory(l, h);
       if (l == s_.n_layer) break;

@@ -34,7 +34,8 @@ struct SegmentShape {
   std::int64_t clampLen = -1;  // clamp_len in force
   bool sameLength = false;
   // The first of the mlen remembered positions may be padding: a run-time
-  // input "pad_mask" f32[klen] (1: a padding key) masks them after the
+  // input "pad_mask" f32[batch, 1, 1, klen] (1: a padding key of that
+  // stream, so that each stream may remember fewer positions) masks them after the
   // attention mask. A session runs every warm-up segment (fewer than mem_len
   // positions remembered) on the padded graph of mlen = mem_len, one plan
   // per qlen instead of one per (qlen, mlen) (docs/MEMORY.md).

@@ -53,7 +53,7 @@ std::optional<std::string> check(const Graph& g, const SegmentSignature& s) {
   std::map<std::string, TensorType> inputs, outputs;
   inputs[kTokens] = {DType::I64, {s.qlen, s.batch}};
   if (s.nll) inputs[kTargets] = {DType::I64, {s.qlen, s.batch}};
-  if (s.padded) inputs[kPadMask] = {DType::F32, {s.mlen + s.qlen}};
+  if (s.padded) inputs[kPadMask] = {DType::F32, {s.batch, 1, 1, s.mlen + s.qlen}};
   outputs[kHidden] = {DType::F32, {s.qlen, s.batch, s.dModel}};
   if (s.logprob) outputs[kLogprob] = {DType::F32, {s.qlen, s.batch, s.nToken}};
   if (s.nll) outputs[kNll] = {DType::F32, {s.qlen, s.batch}};

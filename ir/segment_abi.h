@@ -6,7 +6,7 @@
 //
 //   inputs   kTokens   "tokens"   i64[qlen, batch]          the segment's token ids
 //            kTargets  "targets"  i64[qlen, batch]          the next tokens (when the graph computes nll)
-//            kPadMask  "pad_mask" f32[mlen + qlen]          1 for a padding key (a padded warm-up graph)
+//            kPadMask  "pad_mask" f32[batch,1,1,mlen+qlen] 1 for a padding key of that stream (a padded graph)
 //   outputs  kHidden   "hidden"   f32[qlen, batch, d_model] the last layer's output
 //            kLogprob  "logprob"  f32[qlen, batch, n_token] log-probabilities (when asked for)
 //            kNll      "nll"      f32[qlen, batch]          -logprob of "targets" (when asked for)

@@ -242,8 +242,8 @@ Inferred relAttention(const std::vector<TensorType>& ops, const Attrs& attrs) {
   if (ops[3] != keys) return fail("v " + ops[3].str() + " must match k " + keys.str());
   if (ops[4].shape != Shape{h, d, k}) return fail("rt must be f32" + shapeStr({h, d, k}) + ", got " + ops[4].str());
   if (ops[5].shape != Shape{q, k}) return fail("mask must be f32" + shapeStr({q, k}) + ", got " + ops[5].str());
-  if (ops.size() == 7 && ops[6].shape != Shape{k})
-    return fail("pad must be f32" + shapeStr({k}) + ", got " + ops[6].str());
+  if (ops.size() == 7 && ops[6].shape != Shape{b, 1, 1, k})
+    return fail("pad must be f32" + shapeStr({b, 1, 1, k}) + ", got " + ops[6].str());
   return ok(qu);
 }
 

@@ -13,8 +13,8 @@
 // Algorithm:
 //   1. Sites: rel_scores(AC, BD, mask) {value = -inf} with P = the rel_scores
 //      itself when {softmax}, or P = softmax(masked_fill(rel_scores, pad)
-//      {value = -inf}) over the last axis with pad f32[K] (a padded warm-up
-//      graph's padding keys), each link read only by the next.
+//      {value = -inf}) over the last axis with pad f32[B, 1, 1, K] (a padded
+//      graph's padding keys, per stream), each link read only by the next.
 //   2. P's only user is matmul(P, permute(v, [1, 2, 0, 3])), whose only user
 //      is permute(., [2, 0, 1, 3]) (back to [Q, B, H, D]); AC is
 //      matmul(permute(qu), permute(k)) {transpose_b}, BD is matmul(permute(qv),
@@ -69,7 +69,7 @@ std::optional<Node> onlyUser(const ir::Graph& g, Node n) {
 struct Site {
   Node result;              // permute(P · V) [Q, B, H, D]: what rel_attention replaces
   Node qu, qv, k, v, rt;    // its operands, row-major
-  std::optional<Node> pad;  // pad [K] of the padding keys' masked_fill
+  std::optional<Node> pad;  // pad [B, 1, 1, K] of the padding keys' masked_fill
 };
 
 std::optional<Site> match(const ir::Graph& g, Node rs) {
@@ -82,7 +82,7 @@ std::optional<Site> match(const ir::Graph& g, Node rs) {
       return std::nullopt;
     const Node pad = g.operand(*fill, 1);
     const auto& shape = g.type(rs).shape;
-    if (g.type(pad).shape != ir::Shape{shape.back()}) return std::nullopt;
+    if (g.type(pad).shape != ir::Shape{shape[0], 1, 1, shape.back()}) return std::nullopt;
     auto softmax = onlyUser(g, *fill);
     if (!softmax || g.kind(*softmax) != OpKind::Softmax ||
         ir::normalizeAxis(g.op(*softmax).attrs.getInt("axis"), std::int64_t(shape.size())) !=

@@ -33,8 +33,8 @@ benchmarks=(
 )
 keys=(tokens_per_s ms_per_segment avg_ms p90_ms p95_ms p99_ms efficiency memory_floor_ratio peak_rss_bytes rss_budget_bytes)
 
-# The value of a top-level numeric key in txlc's pretty-printed JSON (null: "-").
-field() { sed -n "s/^  \"$1\": \(.*\),\{0,1\}$/\1/p" "$2" | sed 's/,$//' | head -1; }
+# The value of column $1 in the one-row CSV report $2 (empty: "-").
+field() { awk -F, -v k="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) c = i } NR == 2 { v = c ? $c : ""; print (v == "" ? "-" : v) }' "$2"; }
 median() { tr ' ' '\n' | grep -v '^-*$' | grep -v null | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2}'; }
 
 tmp=$(mktemp -d)
@@ -48,8 +48,8 @@ for ((r = 1; r <= repeat; r++)); do
     name="${b%%|*}" args="${b#*|}"
     echo "scripts/bench.sh: round $r of $repeat: $name" >&2
     # shellcheck disable=SC2086
-    "$txlc" bench $args --random-weights --prefill --threads "$threads" --json >"$tmp/out.json"
-    for k in "${keys[@]}"; do values[$i,$k]+="$(field "$k" "$tmp/out.json") "; done
+    "$txlc" bench $args --random-weights --prefill --threads "$threads" --repetitions 1 --format csv >"$tmp/out.csv"
+    for k in "${keys[@]}"; do values[$i,$k]+="$(field "$k" "$tmp/out.csv") "; done
   done
 done
 

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -22,6 +23,16 @@ CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& 
       what == "a positive integer" ? "POSITIVE" : "INT");
 }
 
+CLI::Validator oneOf(std::vector<std::string> values, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        for (const std::string& v : values)
+          if (s == v) return {};
+        return "expected " + what + ", got '" + s + "'";
+      },
+      "NAME");
+}
+
 CLI::Validator realIn(double min, double max, bool openMin, const std::string& what) {
   return CLI::Validator(
       [=](std::string& s) -> std::string {
@@ -33,6 +44,51 @@ CLI::Validator realIn(double min, double max, bool openMin, const std::string& w
         return {};
       },
       "NUMBER");
+}
+
+std::string closestName(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t bestDistance = 3;
+  for (const std::string& c : candidates) {
+    // Levenshtein distance, one row at a time.
+    std::vector<std::size_t> row(c.size() + 1);
+    for (std::size_t j = 0; j <= c.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= word.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= c.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (word[i - 1] == c[j - 1] ? 0 : 1)});
+        diagonal = up;
+      }
+    }
+    const std::size_t d = row[c.size()];
+    if (d < bestDistance && 2 * d < word.size()) bestDistance = d, best = c;
+  }
+  return best;
+}
+
+std::string unknownFlagMessage(const CLI::App& cmd, int first, int argc, char** argv) {
+  std::vector<std::string> known;
+  for (const CLI::Option* opt : cmd.get_options()) {
+    for (const std::string& n : opt->get_lnames()) known.push_back("--" + n);
+    for (const std::string& n : opt->get_snames()) known.push_back("-" + n);
+  }
+  for (int i = first; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    double number = 0;
+    if (std::from_chars(arg.data(), arg.data() + arg.size(), number).ptr == arg.data() + arg.size())
+      continue;  // a negative value, not a flag
+    const std::string name = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    if (arg[1] != '-' && arg.size() > 2) continue;  // -abc: CLI11 reads grouped short flags
+    const std::string near = closestName(name, known);
+    return "unknown flag '" + name + "' for '" + cmd.get_name() + "'" +
+           (near.empty() ? std::string() : "; did you mean " + near + "?");
+  }
+  return "";
 }
 
 void addModelArgument(CLI::App& cmd, std::string& model, const std::string& help) {

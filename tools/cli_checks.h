@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace txl::tools {
 
@@ -15,8 +16,21 @@ namespace txl::tools {
 CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& what);
 inline CLI::Validator positiveInt() { return integerIn(1, std::int64_t(1) << 40, "a positive integer"); }
 inline CLI::Validator nonNegativeInt() { return integerIn(0, std::int64_t(1) << 40, "a non-negative integer"); }
+// --threads: 0 (OpenMP's default) or a count up to the bound txlc accepts.
+inline CLI::Validator threadCountCheck() { return integerIn(0, 4096, "a thread count in [0, 4096]"); }
+// One of `values`; `what` lists them ("'onednn' or 'reference'").
+CLI::Validator oneOf(std::vector<std::string> values, const std::string& what);
 // A real number in [min, max] (open at min when `openMin`).
 CLI::Validator realIn(double min, double max, bool openMin, const std::string& what);
+
+// The name among `candidates` nearest to `word` by edit distance (at most 2,
+// and less than half the word), or "" when none is that close.
+std::string closestName(const std::string& word, const std::vector<std::string>& candidates);
+// When argv[first..argc) names a flag `cmd` does not take: the message
+// "unknown flag '--qlne' for 'score'; did you mean --qlen?" (the suggestion
+// when one is close), else "". Checked before CLI11's own errors, so that a
+// misspelled required flag is named rather than reported missing.
+std::string unknownFlagMessage(const CLI::App& cmd, int first, int argc, char** argv);
 
 // Adds the MODEL positional unless the executable carries its model.
 void addModelArgument(CLI::App& cmd, std::string& model, const std::string& help);

@@ -1,35 +1,67 @@
-// tools/cmd_bench.cpp - `txlc bench MODEL_OR_SPEC`: throughput, latency and
-// efficiency of one run setting (driver/bench.h, docs/PERFORMANCE.md), and the
-// hidden `txlc bench-probe` the benchmark runs as its child process.
+// tools/cmd_bench.cpp - `txlc bench [MODEL]`: throughput, latency and
+// efficiency of a sweep of run settings (driver/bench.h, docs/PERFORMANCE.md),
+// and the hidden `txlc bench-probe` the machine probe runs as its child process.
+//
+// MODEL is any form the other commands take (a model directory, a spec with
+// --weights or --random-weights, a checkpoint, an artifact; implicit in a
+// standalone executable). --batch, --qlen, --mem-len and --threads take
+// comma-separated lists, run as their Cartesian product, one report row per case.
 #include <iostream>
+#include <map>
 
 #include "driver/bench.h"
+#include "driver/bench_report.h"
+#include "ir/check.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
+#include "tools/model_flags.h"
 
 namespace txl::tools {
 
 namespace {
 
 struct Options {
+  ModelFlags model;
+  bool randomWeights = false;
+  std::uint64_t seed = 0;
+  std::vector<std::int64_t> batches, qlens, memLens;
+  std::vector<int> threads;
   BenchOptions bench;
-  std::string weights;
-  std::int64_t qlen = 0, memLen = -1, window = 0;
-  bool json = false;
-  PipelineFlags pipeline;
+  std::int64_t window = 0;
+  std::string format = "md";
+  bool json = false, probe = false, noProbe = false;
+  std::int64_t probeMiB = 1024;
 };
 
 int run(Options& o) {
-  if (!o.weights.empty()) o.bench.weights = o.weights;
-  if (o.qlen > 0) o.bench.qlen = o.qlen;
-  if (o.memLen >= 0) o.bench.memLen = o.memLen;
+  const BenchFormat format = parseBenchFormat(o.json ? "json" : o.format);
+  OpenOptions open = o.model.openOptions();
+  open.randomWeights = o.randomWeights;
+  open.seed = o.seed;
+  Model m = openModel(o.model.model, open);
+  if (o.randomWeights) mapRandomWeights(m);
+  Setting base = o.model.setting(m);
+  base.threads = 0;  // per case: --threads, else the machine's physical cores
   if (o.window > 0) o.bench.slidingWindow = o.window;
-  o.pipeline.apply(o.bench.setting);
-  if (!o.bench.randomWeights && !o.bench.weights && o.bench.model.ends_with(".json"))
-    std::cerr << "txlc: note: a spec file without --weights needs --random-weights" << std::endl;
-  BenchReport r = runBench(o.bench);
-  if (o.json) std::cout << benchJson(r).dump(2) << std::endl;
-  else std::cout << benchText(r) << std::flush;
+  o.bench.seed = o.seed;
+  const std::vector<BenchCase> cases = benchCases(base, o.batches, o.qlens, o.memLens, o.threads);
+  const ProbeMode mode = o.noProbe ? ProbeMode::Skip : o.probe ? ProbeMode::Remeasure : ProbeMode::Cached;
+  std::map<int, ProbeResult> probes;  // per thread count
+  std::vector<BenchReport> reports;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const BenchCase& c = cases[i];
+    if (!probes.count(c.threads)) {
+      probes[c.threads] = machineProbe("/proc/self/exe", c.threads, o.probeMiB, mode);
+      if (mode != ProbeMode::Skip && !probes[c.threads].ok)
+        std::cerr << "txlc: warning: machine probe failed: " << oneLine(probes[c.threads].error) << std::endl;
+    }
+    if (cases.size() > 1)
+      std::cerr << "txlc: bench: case " << i + 1 << " of " << cases.size() << ": batch " << c.batch << ", qlen "
+                << c.qlen << ", mem_len " << c.memLen << ", " << c.threads << " threads" << std::endl;
+    reports.push_back(runBench(m, base, c, o.bench, probes[c.threads]));
+  }
+  std::cout << formatBenchReports(reports, format) << std::flush;
   return kExitOk;
 }
 
@@ -38,33 +70,54 @@ int run(Options& o) {
 void registerBench(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("bench", "benchmark a model: tokens/s, latency, efficiency, memory");
-  cmd->add_option("model", o->bench.model, "model directory or spec file")->required();
-  cmd->add_option("--weights", o->weights, "safetensors file (with a spec file)");
-  cmd->add_flag("--random-weights", o->bench.randomWeights, "seeded random weights instead of a file");
-  cmd->add_option("--seed", o->bench.seed, "seed of the random weights and tokens (default 0)");
-  cmd->add_option("--batch", o->bench.batch, "streams per segment (default 1)");
-  cmd->add_option("--qlen", o->qlen, "tokens per segment (default: the spec's tgt_len)");
-  cmd->add_option("--mem-len", o->memLen, "remembered positions (default: the spec's mem_len)");
+  o->model.add(*cmd, ModelFlags::Shape::None);
+  CLI::Option* random = cmd->add_flag("--random-weights", o->randomWeights, "seeded random weights instead of a file");
+  if (o->model.weightsOpt) random->excludes(o->model.weightsOpt);
+  cmd->add_option("--seed", o->seed, "seed of the random weights and tokens (default 0)");
+  cmd->add_option("--batch", o->batches, "streams per segment; a list runs each (default: 1, or the artifact's)")
+      ->delimiter(',')
+      ->check(positiveInt());
+  cmd->add_option("--qlen", o->qlens, "tokens per timed segment; a list runs each (default: the spec's tgt_len)")
+      ->delimiter(',')
+      ->check(positiveInt());
+  cmd->add_option("--mem-len", o->memLens, "remembered positions; a list runs each (default: the spec's mem_len)")
+      ->delimiter(',')
+      ->check(nonNegativeInt());
+  cmd->add_option("--threads", o->threads,
+                  "OpenMP threads; a list runs each (default: the machine's physical cores; 0: OpenMP's default)")
+      ->delimiter(',')
+      ->check(threadCountCheck());
   cmd->add_flag("--prefill", o->bench.prefill, "start with a full memory: time the steady state");
-  cmd->add_option("--segments", o->bench.segments, "timed segments (default 10)");
-  cmd->add_option("--warmup", o->bench.warmup, "untimed warm-up segments (default 2)");
-  cmd->add_option("--threads", o->bench.threads, "OpenMP threads (default: OpenMP's)");
+  cmd->add_option("--segments", o->bench.segments, "timed segments per repetition (default 10)")
+      ->check(integerIn(1, 1 << 20, "a positive integer"));
+  cmd->add_option("--warmup", o->bench.warmup, "untimed warm-up segments (default 2)")
+      ->check(integerIn(0, 1 << 20, "a non-negative integer"));
+  cmd->add_option("--repetitions", o->bench.repetitions,
+                  "timed repetitions per case, each from the state after the warm-up (default 5)")
+      ->check(integerIn(1, 1 << 16, "a positive integer"));
   cmd->add_flag("--nll", o->bench.nll, "also the NLL of every position (random targets)");
   cmd->add_option("--sliding-window", o->window,
-                  "attention length L: vanilla sliding-window evaluation vs memory (qlen 1, L-1 remembered)");
-  cmd->add_flag("--json", o->json, "machine-readable result on stdout");
+                  "attention length L: vanilla sliding-window evaluation vs memory (qlen 1, L-1 remembered)")
+      ->check(integerIn(2, std::int64_t(1) << 40, "an attention length of at least 2"));
+  CLI::Option* format =
+      cmd->add_option("--format", o->format, "md (default: a table row per case), text, csv, json or jsonl")
+          ->check(CLI::IsMember({"md", "text", "csv", "json", "jsonl"}));
+  cmd->add_flag("--json", o->json, "the same as --format json")->excludes(format);
   cmd->add_flag("--profile", o->bench.profile, "time per plan step and its oneDNN implementation");
-  cmd->add_option("--probe-mib", o->bench.probeMiB, "size of the bandwidth probe's array (default 1024)")->group("");
-  cmd->add_flag("!--no-probe", o->bench.probe, "skip the machine probe")->group("");
-  o->pipeline.add(*cmd);
+  CLI::Option* probe =
+      cmd->add_flag("--probe", o->probe, "measure the machine again instead of using its cached figures");
+  cmd->add_flag("--no-probe", o->noProbe, "skip the machine figures (no efficiency, no memory floor)")->excludes(probe);
+  cmd->add_option("--probe-mib", o->probeMiB, "size of the bandwidth probe's array (default 1024)")
+      ->check(integerIn(1, 1 << 16, "a size in MiB in [1, 65536]"))
+      ->group("");
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 
   // The child process of the machine probe: JSON on stdout.
   auto p = std::make_shared<std::pair<int, std::int64_t>>(0, 1024);
-  CLI::App* probe = app.add_subcommand("bench-probe", "")->group("");
-  probe->add_option("--threads", p->first);
-  probe->add_option("--probe-mib", p->second);
-  probe->callback([p, &action] {
+  CLI::App* child = app.add_subcommand("bench-probe", "")->group("");
+  child->add_option("--threads", p->first);
+  child->add_option("--probe-mib", p->second);
+  child->callback([p, &action] {
     action = [p] {
       std::cout << probeJson(runProbes(p->first, p->second)).dump() << std::endl;
       return kExitOk;

@@ -2,9 +2,9 @@
 //
 // Builds and optimizes the segment graphs of the setting's shape buckets
 // (docs/ARTIFACT.md), compiles the main one on the executor to check it and
-// to record its memory plan, and writes the artifact (driver/artifact.h) or a
-// standalone executable (driver/standalone.h). A summary goes to stderr;
-// --json prints it on stdout.
+// to record its memory plan, and writes the artifact or a standalone
+// executable (driver/emit.h). A summary goes to stderr; --json prints it on
+// stdout.
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -18,7 +18,7 @@
 #include "tools/exit_codes.h"
 #include "driver/compile.h"
 #include "tools/model_flags.h"
-#include "driver/standalone.h"
+#include "driver/emit.h"
 
 namespace txl::tools {
 
@@ -40,40 +40,21 @@ int run(const Options& o) {
   so.seed = o.seed;
   Model m = openModel(o.model.model, so);
   const Setting setting = o.model.setting(m, /*run=*/false);  // recompiling an artifact: its passes unless --passes
-  const std::int64_t Q = setting.qlen, M = setting.memLen, B = setting.batch;
-  checkMemoryFits(m.spec, setting, m.path);  // before anything is planned
+  checkMemoryFits(m.spec, setting, m.path);                   // before anything is planned
   // After the setting is checked: a bad setting is the one error line.
   if (m.artifact) std::cerr << "txlc: note: recompiling " << m.path << " from its stored spec and weights" << std::endl;
 
-  Artifact a = buildArtifact(m, setting);
-  // Compile the main graph once: it must lower on this executor.
-  auto executor = makeExecutor(setting.backend);
-  ir::Graph main = ir::fromJson(a.graphs.front().graph, "main graph");
-  const std::size_t mainNodes = main.size();
-  auto plan = executor->compile(main, a.weights);
-  nlohmann::json summary = {{"output", o.output},
-                            {"emit", o.emit},
-                            {"model_id", a.modelId},
-                            {"batch", B},
-                            {"qlen", Q},
-                            {"mem_len", M},
-                            {"graphs", a.graphs.size()},
-                            {"main_graph_nodes", mainNodes},
-                            {"passes", *a.setting.pipeline.passes}};
-  if (plan->hasSteps()) {
-    summary["main_plan_steps"] = plan->steps().size();
-    summary["main_plan_arena_bytes"] = plan->arenaBytes();
-  }
-
-  std::vector<std::byte> bytes = serializeArtifact(a);
-  if (o.emit == "exe") writeStandalone(o.output, bytes);
-  else writeArtifact(o.output, a);
-  summary["artifact_bytes"] = bytes.size();
+  nlohmann::json summary = emitCompiled(m, setting, o.output, o.emit);
+  summary["random_weights"] = o.randomWeights;
   summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) std::cout << summary.dump(2) << std::endl;
+  if (o.emit == "exe")
+    std::cerr << "txlc: copied the libraries the executable needs beyond the C library to "
+              << summary["library_folder"].get<std::string>() << "/ (keep it beside " << o.output << ")" << std::endl;
   std::cerr << "txlc: wrote " << o.output << " (" << (o.emit == "exe" ? "standalone executable, " : "") << "artifact "
-            << bytes.size() << " bytes; " << a.graphs.size() << " graphs for batch " << B << ", qlen " << Q
-            << ", mem_len " << M << "; main graph " << mainNodes << " nodes)" << std::endl;
+            << summary["artifact_bytes"] << " bytes; " << summary["graphs"] << " graphs for batch " << setting.batch
+            << ", qlen " << setting.qlen << ", mem_len " << setting.memLen << "; main graph "
+            << summary["main_graph_nodes"] << " nodes)" << std::endl;
   return kExitOk;
 }
 

@@ -1,9 +1,8 @@
 // tools/cmd_generate.cpp - `txlc generate MODEL_OR_ARTIFACT --prompt TEXT`: sampling with the memory.
 //
 // The prompt is fed in segments of qlen tokens; then every new token is fed
-// alone (qlen 1) against the memory, and printed (and flushed) as soon as it
-// is chosen. The distribution of the next token is the last row of the
-// segment's log-probabilities. Same seed, same text (driver/sampler.h).
+// alone (qlen 1) against the memory (driver/generator.h), and printed (and
+// flushed) as soon as it is chosen. Same seed, same text (driver/sampler.h).
 #include <chrono>
 #include <iostream>
 #include <limits>
@@ -14,7 +13,7 @@
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
 #include "driver/compile.h"
-#include "driver/sampler.h"
+#include "driver/generator.h"
 
 namespace txl::tools {
 
@@ -34,38 +33,27 @@ int run(const Options& o) {
   Model m = o.model.open();
   Setting setting = o.model.setting(m);
   const frontend::Vocabulary& vocab = requireVocabulary(m, "generate");
-  frontend::EncodeOptions enc;
-  enc.eosAtEnd = false;  // the prompt continues its last line
-  std::vector<std::int64_t> prompt = vocab.encode(o.prompt, "--prompt", enc);
-  if (prompt.empty()) throw Error("--prompt: expected text with at least one token, got \"" + o.prompt + "\"");
+  std::vector<std::int64_t> prompt = encodePrompt(vocab, o.prompt);
+  if (const std::int64_t unknown = vocab.countUnknown(o.prompt); unknown > 0)
+    std::cerr << "txlc: warning: --prompt: " << unknown << " unknown word" << (unknown == 1 ? "" : "s")
+              << ", read as <unk>" << std::endl;
 
   auto compiled = compile(m, setting);
   backend::Session session(compiled);
+  Generator generator(session, setting.qlen, o.sampler);
   noteReplanning(m, setting);
-  Sampler sampler(o.sampler);
   const auto start = std::chrono::steady_clock::now();
 
   if (!o.noEcho && !o.json) std::cout << vocab.decode(prompt) << std::flush;
   std::vector<std::int64_t> generated;
   std::int64_t previous = prompt.back();
-  // Feed the prompt; the last segment's last row predicts the first new token.
-  std::vector<float> row(std::size_t(m.spec.n_token));
-  auto feed = [&](std::span<const std::int64_t> ids) {
-    ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {std::int64_t(ids.size()), 1}});
-    std::copy(ids.begin(), ids.end(), tokens.data<std::int64_t>());
-    backend::ForwardResult out = session.forward(tokens, nullptr, /*logprob=*/true);
-    const float* last = out.logprob->data<float>() + (std::int64_t(ids.size()) - 1) * m.spec.n_token;
-    std::copy(last, last + m.spec.n_token, row.begin());
-  };
-  for (std::size_t i = 0; i < prompt.size(); i += std::size_t(setting.qlen))
-    feed(std::span(prompt).subspan(i, std::min(prompt.size() - i, std::size_t(setting.qlen))));
+  generator.feedPrompt(prompt);
   const auto promptDone = std::chrono::steady_clock::now();
   for (std::int64_t k = 0; k < o.count; ++k) {
-    std::int64_t id = sampler.next(row);
+    std::int64_t id = generator.next();
     generated.push_back(id);
     if (!o.json) std::cout << vocab.decodeToken(id, previous) << std::flush;
     previous = id;
-    if (k + 1 < o.count) feed(std::span(&id, 1));
   }
   const auto end = std::chrono::steady_clock::now();
   const double promptSeconds = std::chrono::duration<double>(promptDone - start).count();
@@ -92,7 +80,7 @@ int run(const Options& o) {
 void registerGenerate(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("generate", "sample text from a prompt, one token at a time with the memory");
-  o->model.add(*cmd, /*withBatch=*/false);
+  o->model.add(*cmd, ModelFlags::Shape::NoBatch);
   cmd->add_option("--prompt", o->prompt, "the text to continue")->required();
   cmd->add_option("-n,--tokens", o->count, "tokens to generate (default 200)")->check(nonNegativeInt());
   cmd->add_flag("--greedy", o->sampler.greedy, "always the most likely token");

@@ -38,9 +38,10 @@
 #include "ir/json_io.h"
 #include "ir/printer.h"
 #include "driver/artifact.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
-#include "driver/graph_stats.h"
+#include "driver/inspect.h"
 #include "driver/compile.h"
 #include "driver/model.h"
 
@@ -54,6 +55,7 @@ struct Options {
   std::uint64_t seed = 0;
   std::int64_t batch = 1;
   std::optional<std::int64_t> qlen, mlen;
+  int threads = 1;
   PipelineFlags pipeline;
 };
 
@@ -63,34 +65,6 @@ OpenOptions openOptions(const Options& o) {
   so.randomWeights = o.randomWeights;
   so.seed = o.seed;
   return so;
-}
-
-std::string human(double x) {
-  char buf[32];
-  const char* unit[] = {"", "k", "M", "G", "T"};
-  int u = 0;
-  while (x >= 1000 && u < 4) x /= 1000, ++u;
-  std::snprintf(buf, sizeof buf, "%.3g %s", x, unit[u]);
-  return buf;
-}
-
-void printStatsText(const GraphStats& in, const GraphStats& opt, const std::vector<ir::Remark>& remarks) {
-  std::map<std::string, std::pair<std::int64_t, std::int64_t>> rows;
-  for (const auto& [op, n] : in.ops) rows[op].first = n;
-  for (const auto& [op, n] : opt.ops) rows[op].second = n;
-  std::printf("%-16s %10s %10s\n", "op", "input", "optimized");
-  for (const auto& [op, n] : rows)
-    std::printf("%-16s %10lld %10lld\n", op.c_str(), (long long)n.first, (long long)n.second);
-  std::printf("\n%-24s %14s %14s\n", "per segment", "input", "optimized");
-  std::printf("%-24s %13sF %13sF  (%.1f%% of the input)\n", "FLOPs", human(in.flops).c_str(), human(opt.flops).c_str(),
-              in.flops > 0 ? 100.0 * opt.flops / in.flops : 0.0);
-  std::printf("%-24s %13sB %13sB  (%.1f%% of the input)\n", "bytes moved", human(in.bytes).c_str(),
-              human(opt.bytes).c_str(), in.bytes > 0 ? 100.0 * opt.bytes / in.bytes : 0.0);
-  std::printf("%-24s %14s %13sF  (once per plan)\n", "constant subgraphs", "-", human(opt.constantFlops).c_str());
-  std::printf("\nfusions:\n");
-  if (remarks.empty()) std::printf("  (none)\n");
-  for (const auto& r : remarks)
-    std::printf("  %s %s: %s\n", r.applied ? "applied" : "skipped", r.pass.c_str(), r.message.c_str());
 }
 
 std::string mib(std::size_t bytes) {
@@ -168,59 +142,22 @@ int printMemoryPlan(const Options& o, const Setting& options) {
   return kExitOk;
 }
 
+InspectRequest request(const Options& o) {
+  InspectRequest r;
+  r.stage = o.stage, r.format = o.format, r.stats = o.stats, r.batch = o.batch, r.qlen = o.qlen, r.mlen = o.mlen;
+  return r;
+}
+
 int run(const Options& o) {
-  if (o.stage != "input" && o.stage != "optimized")
-    throw Error("--stage: expected 'input' or 'optimized', got '" + o.stage + "'");
-  if (o.format != "text" && o.format != "json" && o.format != "dot")
-    throw Error("--format: expected 'text', 'json' or 'dot', got '" + o.format + "'");
-  if (o.stats && o.format == "dot") throw Error("--stats prints text or json, not dot");
+  applyThreads(o.threads);
+  checkInspectRequest(request(o));
   if (o.memoryPlan && o.format == "dot") throw Error("--memory-plan prints text or json, not dot");
   if (o.memoryPlan && o.stats) throw Error("--memory-plan and --stats are separate reports: give one");
-  if (o.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(o.batch));
   Setting options;
   o.pipeline.apply(options);
   if (o.memoryPlan) return printMemoryPlan(o, options);
   const frontend::ModelSpec spec = openSpec(o.model, openOptions(o));
-  // The spec's own setting (an artifact's too: inspect shows what its spec builds), batch and qlen as asked.
-  Setting setting = defaultSetting(modelFrom(spec, {}));
-  setting.backend = options.backend, setting.pipeline = options.pipeline;
-  setting.batch = o.batch;
-  setting.qlen = o.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1));
-  backend::SegmentKey key{setting.qlen, o.mlen.value_or(spec.mem_len), {true, true}, false};
-  if (o.qlen && *o.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(*o.qlen));
-  if (o.mlen && (*o.mlen < 0 || *o.mlen > spec.mem_len))
-    throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
-                std::to_string(*o.mlen));
-  if (spec.attn_type == 2 && !o.mlen) key.mlen = 0;
-  checkSetting(spec, setting);  // every size reaching a shape, before anything is built
-  const ir::Graph input = frontend::buildSegmentGraph(spec, segmentShape(setting, key));
-  ir::PassContext ctx;
-  const ir::Graph optimized = buildOptimizedGraph(spec, setting, key, &ctx);
-
-  if (o.stats) {
-    GraphStats in = graphStats(input, false), opt = graphStats(optimized, true);
-    if (o.format == "json") {
-      nlohmann::json fusions = nlohmann::json::array();
-      for (const auto& r : ctx.remarks)
-        fusions.push_back({{"pass", r.pass}, {"applied", r.applied}, {"message", r.message}});
-      std::cout << nlohmann::json{{"semantics", frontend::semanticsName(spec.semantics)},
-                                  {"initial_memory", frontend::initialMemoryName(spec.defaultInitialMemory())},
-                                  {"input", statsToJson(in)},
-                                  {"optimized", statsToJson(opt)},
-                                  {"fusions", fusions}}
-                       .dump(2)
-                << std::endl;
-    } else {
-      std::printf("semantics %s (initial memory %s, docs/SEMANTICS.md)\n\n", frontend::semanticsName(spec.semantics),
-                  frontend::initialMemoryName(spec.defaultInitialMemory()));
-      printStatsText(in, opt, ctx.remarks);
-    }
-    return kExitOk;
-  }
-  const ir::Graph& g = o.stage == "input" ? input : optimized;
-  if (o.format == "json") std::cout << ir::toJson(g).dump(2) << std::endl;
-  else if (o.format == "dot") std::cout << ir::toDot(g);
-  else std::cout << ir::print(g);
+  std::cout << inspectModel(spec, options, request(o)) << std::flush;
   return kExitOk;
 }
 
@@ -234,14 +171,22 @@ void registerInspect(CLI::App& app, Action& action) {
   auto* w = cmd->add_option("--weights", o->weights, "safetensors weights to load and check (graphs need none)");
   cmd->add_flag("--random-weights", o->randomWeights, "load the model with seeded random weights")->excludes(w);
   cmd->add_option("--seed", o->seed, "seed of --random-weights (default 0)");
-  cmd->add_option("--stage", o->stage, "input (the literal graph) or optimized (default)");
-  cmd->add_option("--format", o->format, "text (default), json or dot");
-  cmd->add_flag("--stats", o->stats, "ops per kind, FLOPs and bytes per segment before and after, and the fusions");
+  cmd->add_option("--stage", o->stage, "input (the literal graph) or optimized (default)")
+      ->check(oneOf({"input", "optimized"}, "'input' or 'optimized'"));
+  cmd->add_option("--format", o->format, "text (default), json or dot")
+      ->check(oneOf({"text", "json", "dot"}, "'text', 'json' or 'dot'"));
+  CLI::Option* stats =
+      cmd->add_flag("--stats", o->stats, "ops per kind, FLOPs and bytes per segment before and after, and the fusions");
   cmd->add_flag("--memory-plan", o->memoryPlan,
-                "the arena plan of a steady-state segment: buffers, arena, lower bound, state and weight bytes");
-  cmd->add_option("--qlen", o->qlen, "segment length (default: the spec's tgt_len)");
-  cmd->add_option("--mlen", o->mlen, "remembered positions (default: the spec's mem_len)");
-  cmd->add_option("--batch", o->batch, "batch size (default 1)");
+                "the arena plan of a steady-state segment: buffers, arena, lower bound, state and weight bytes")
+      ->excludes(stats);
+  cmd->add_option("--qlen", o->qlen, "segment length (default: the spec's tgt_len)")->check(positiveInt());
+  cmd->add_option("--mem-len,--mlen", o->mlen, "remembered positions (default: the spec's mem_len)")
+      ->check(nonNegativeInt());
+  cmd->add_option("--batch", o->batch, "batch size (default 1)")->check(positiveInt());
+  cmd->add_option("--threads", o->threads,
+                  "OpenMP threads for planning on the oneDNN backend (default 1; 0: OpenMP's default)")
+      ->check(threadCountCheck());
   o->pipeline.add(*cmd);
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 }

@@ -2,9 +2,8 @@
 //
 // The ids (one stream per line or ';'-separated group, all the same length)
 // run as segments of --qlen (default: all of them in one segment) through
-// one Session. --state-in / --state-out resume a stream: a state file is a
-// safetensors file of the memory ("mem.<slot>") whose metadata names the
-// model (driver/artifact.h modelId), so a state for another model is refused.
+// one Session. --state-in / --state-out resume a stream (driver/state_file.h:
+// the state names its model, so a state for another model is refused).
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,13 +18,12 @@
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
 #include "driver/compile.h"
+#include "driver/state_file.h"
 #include "driver/text_source.h"
 
 namespace txl::tools {
 
 namespace {
-
-constexpr const char* kStateFormat = "txlc-state/1";
 
 struct Options {
   ModelFlags model;
@@ -46,45 +44,6 @@ nlohmann::json nested(const ir::Tensor& t) {
     out.push_back(std::move(row));
   }
   return out;
-}
-
-// The memory of a state file, checked to be a state of model `m`.
-ir::TensorMap readStateFile(const Model& m, const std::string& path) {
-  frontend::SafetensorsFile f = frontend::SafetensorsFile::open(path);
-  const auto& meta = f.metadata();
-  auto get = [&](const char* key) {
-    auto it = meta.find(key);
-    if (it == meta.end()) throw Error(path + ": __metadata__/" + key + ": missing; expected a txlc state file");
-    return it->second;
-  };
-  if (get("format") != kStateFormat)
-    throw Error(path + ": __metadata__/format: expected \"" + kStateFormat + "\", got \"" + get("format") + "\"");
-  if (get("model_id") != m.modelId)
-    throw Error(path + ": a state for model " + get("model_id") + ", this model (" + m.path + ") is " + m.modelId);
-  ir::TensorMap state;
-  for (const auto& name : f.names()) state[name] = f.toF32(name).clone();
-  return state;
-}
-
-void loadState(backend::Session& session, const ir::TensorMap& state, const std::string& path) {
-  try {
-    session.loadState(state);
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
-}
-
-void saveStateFile(const backend::Session& session, const Model& m, const Setting& s, const std::string& path) {
-  ir::TensorMap state = session.saveState();
-  std::vector<std::pair<std::string, ir::Tensor>> tensors(state.begin(), state.end());
-  frontend::writeSafetensors(path, tensors,
-                             {{"format", kStateFormat},
-                              {"model_id", m.modelId},
-                              {"batch", std::to_string(s.batch)},
-                              {"mem_len", std::to_string(s.memLen)},
-                              {"mlen", std::to_string(session.mlen())},
-                              {"semantics", frontend::semanticsName(m.spec.semantics)},
-                              {"initial_memory", frontend::initialMemoryName(s.initialMemory)}});
 }
 
 int run(const Options& o) {
@@ -136,7 +95,7 @@ int run(const Options& o) {
     if (logprob)
       std::copy_n(out.logprob->data<float>(), out.logprob->numel(), lp.data<float>() + i * batch * m.spec.n_token);
   }
-  if (!o.stateOut.empty()) saveStateFile(session, m, setting, o.stateOut);
+  if (!o.stateOut.empty()) writeStateFile(session, m, setting, o.stateOut);
 
   if (o.format == "safetensors") {
     std::vector<std::pair<std::string, ir::Tensor>> out = {{"tokens", tokens}, {"hidden", hidden}};

@@ -26,6 +26,7 @@ void registerScore(CLI::App& app, Action& action);
 void registerGenerate(CLI::App& app, Action& action);
 void registerRun(CLI::App& app, Action& action);
 void registerImport(CLI::App& app, Action& action);  // cmd_import.cpp
+void registerInfo(CLI::App& app, Action& action);    // cmd_info.cpp
 
 // Options every command that builds graphs shares: --backend, --passes,
 // --disable-pass, --print-after-all, --print-after, --time-passes.
@@ -41,6 +42,10 @@ struct PipelineFlags {
   void add(CLI::App& cmd, bool withBackend = true);
   // Sets the backend and the pipeline of `s`; validates pass names (txl::Error).
   void apply(Setting& s) const;
+  // The backend and pass selection (driver::selectPipeline applies it).
+  SettingChoice choice() const;
+  // The pass manager's printing and timing (--print-after-all, --print-after, --time-passes).
+  void applyDiagnostics(Setting& s) const;
 };
 
 }  // namespace txl::tools

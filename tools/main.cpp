@@ -6,9 +6,12 @@
 #include <string>
 
 #include "ir/check.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
+#include "driver/build_info.h"
 #include "driver/model.h"
+#include "driver/model_summary.h"
 #include "frontend/atomic_file.h"
 #include "frontend/input_file.h"
 
@@ -17,9 +20,21 @@ int main(int argc, char** argv) {
   using txl::oneLine;
   CLI::App app{"txlc: a compiler for Transformer-XL language models on oneDNN", "txlc"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "txlc 0.1.0");
+  app.set_version_flag("--version", [] {
+    std::string text = txl::driver::versionText();
+    if (!embeddedArtifact()) return text;
+    // A standalone executable names the model it carries first.
+    try {
+      const nlohmann::json d = describeModel(openModel(kEmbeddedModelPath, {}));
+      const nlohmann::json& sp = d["spec"];
+      return "standalone executable of model " + d["model_id"].get<std::string>() + " (" +
+             std::to_string(sp.value("n_layer", 0)) + " layers, d_model " + std::to_string(sp.value("d_model", 0)) +
+             ", " + std::to_string(sp.value("n_token", 0)) + " tokens; `info` describes it)\n" + text;
+    } catch (const txl::Error& e) {
+      return "standalone executable whose model cannot be read: " + oneLine(e.what()) + "\n" + text;
+    }
+  });
   Action action;
-  registerBench(app, action);
   txl::frontend::protectInputs();     // -o never replaces a file this command reads
   txl::frontend::guardMappedFiles();  // a mapped file truncated under a run: one error line
   try {
@@ -28,6 +43,7 @@ int main(int argc, char** argv) {
     std::cerr << "txlc: error: " << oneLine(e.what()) << std::endl;
     return kExitBadInput;
   }
+  registerBench(app, action);
   if (!embeddedArtifact()) registerConformance(app, action);
   if (!embeddedArtifact()) registerCompile(app, action);
   if (!embeddedArtifact()) registerInspect(app, action);
@@ -35,16 +51,28 @@ int main(int argc, char** argv) {
   registerGenerate(app, action);
   registerRun(app, action);
   if (!embeddedArtifact()) registerImport(app, action);
+  registerInfo(app, action);
   // An unknown command is named as such: CLI11 would only say that a
   // subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {
     const std::string name = argv[1];
-    if (app.get_subcommands([&](CLI::App* c) { return c->check_name(name); }).empty()) {
+    const auto named = app.get_subcommands([&](CLI::App* c) { return c->check_name(name); });
+    if (named.empty()) {
       std::string known;
-      for (const CLI::App* c : app.get_subcommands([](CLI::App* c) { return !c->get_group().empty(); }))
+      std::vector<std::string> names;
+      for (const CLI::App* c : app.get_subcommands([](CLI::App* c) { return !c->get_group().empty(); })) {
         known += (known.empty() ? "" : ", ") + c->get_name();
-      std::cerr << "txlc: error: unknown command '" << oneLine(name) << "'; expected one of: " << known
+        names.push_back(c->get_name());
+      }
+      const std::string near = closestName(name, names);
+      std::cerr << "txlc: error: unknown command '" << oneLine(name) << "'"
+                << (near.empty() ? "" : " (did you mean '" + near + "'?)") << "; expected one of: " << known
                 << " (run 'txlc --help')" << std::endl;
+      return kExitUsage;
+    }
+    // A flag the command does not take is named first, with the nearest it does take.
+    if (const std::string m = unknownFlagMessage(*named.front(), 2, argc, argv); !m.empty()) {
+      std::cerr << "txlc: error: " << oneLine(m) << " (run 'txlc " << name << " --help')" << std::endl;
       return kExitUsage;
     }
   }

@@ -7,7 +7,7 @@
 
 namespace txl::tools {
 
-void ModelFlags::add(CLI::App& cmd, bool withBatch) {
+void ModelFlags::add(CLI::App& cmd, Shape shape) {
   addModelArgument(cmd, model, "a model directory, a spec file (with --weights) or a compiled artifact");
   if (!embeddedArtifact())
     weightsOpt =
@@ -15,13 +15,15 @@ void ModelFlags::add(CLI::App& cmd, bool withBatch) {
   vocabOpt = cmd.add_option("--vocab", vocab,
                             "vocabulary: vocab.json (characters) or one symbol per line (words); for a spec file, "
                             "or to override the model's");
-  if (withBatch)
+  if (shape == Shape::All)
     batchOpt =
         cmd.add_option("--batch", batch, "independent streams (default: 1, or the artifact's)")->check(positiveInt());
-  qlenOpt = cmd.add_option("--qlen", qlen, "tokens per segment (default: the spec's tgt_len, or the artifact's)")
-                ->check(positiveInt());
-  memLenOpt = cmd.add_option("--mem-len", memLen, "positions of memory kept (default: the spec's mem_len)")
-                  ->check(nonNegativeInt());
+  if (shape != Shape::None)
+    qlenOpt = cmd.add_option("--qlen", qlen, "tokens per segment (default: the spec's tgt_len, or the artifact's)")
+                  ->check(positiveInt());
+  if (shape != Shape::None)
+    memLenOpt = cmd.add_option("--mem-len", memLen, "positions of memory kept (default: the spec's mem_len)")
+                    ->check(nonNegativeInt());
   clampLenOpt = cmd.add_option("--clamp-len", clampLen, "clamp relative positions (<= 0: no clamping)")
                     ->check(integerIn(-(std::int64_t(1) << 40), std::int64_t(1) << 40, "an integer"));
   cmd.add_flag("--same-length", sameLength, "every query attends to the same number of positions");
@@ -30,10 +32,11 @@ void ModelFlags::add(CLI::App& cmd, bool withBatch) {
                                     "Face and the authors' TensorFlow code) or empty (the authors' PyTorch code); "
                                     "default: the model's semantics'")
                          ->check(CLI::IsMember({"zeros", "empty"}));
-  cmd.add_option("--threads", threads,
-                 "OpenMP threads for the oneDNN backend (default 1: fastest for small models, and safe on a busy "
-                 "machine; 0: OpenMP's default)")
-      ->check(integerIn(0, 4096, "a thread count in [0, 4096]"));
+  if (shape != Shape::None)
+    cmd.add_option("--threads", threads,
+                   "OpenMP threads for the oneDNN backend (default 1: fastest for small models, and safe on a busy "
+                   "machine; 0: OpenMP's default)")
+        ->check(threadCountCheck());
   pipeline.add(cmd);
 }
 
@@ -49,26 +52,24 @@ Model ModelFlags::open() const {
   return openModel(model, openOptions());
 }
 
+SettingChoice ModelFlags::choice() const {
+  SettingChoice c = pipeline.choice();
+  c.threads = threads;
+  if (batchOpt && batchOpt->count()) c.batch = batch;
+  if (qlenOpt && qlenOpt->count()) c.qlen = qlen;
+  if (memLenOpt && memLenOpt->count()) c.memLen = memLen;
+  if (clampLenOpt->count()) c.clampLen = clampLen;
+  if (sameLength) c.sameLength = true;
+  if (initialMemoryOpt->count()) c.initialMemory = initialMemory;
+  return c;
+}
+
 Setting ModelFlags::setting(const Model& m, bool run) const {
-  if (run) checkPipelineFlags(m, pipeline);
-  Setting s = defaultSetting(m);
-  pipeline.apply(s);
-  s.threads = threads;
-  if (batchOpt && batchOpt->count()) s.batch = batch;
-  if (qlenOpt->count()) s.qlen = qlen;
-  if (memLenOpt->count()) s.memLen = memLen;
-  if (clampLenOpt->count()) s.clampLen = clampLen;
-  if (sameLength) s.sameLength = true;
-  if (initialMemoryOpt->count()) s.initialMemory = frontend::parseInitialMemory(initialMemory, "--initial-memory");
-  checkSetting(m.spec, s);
+  Setting s = resolveSetting(m, choice(), run);
+  pipeline.applyDiagnostics(s);
   return s;
 }
 
-void checkPipelineFlags(const Model& m, const PipelineFlags& flags) {
-  if (!m.artifact) return;
-  if (!flags.passes.empty() || !flags.disabled.empty())
-    throw Error((flags.passes.empty() ? "--disable-pass" : "--passes") + std::string(": ") + m.path +
-                " is compiled with its pipeline; recompile it to change the passes");
-}
+void checkPipelineFlags(const Model& m, const PipelineFlags& flags) { checkRunPipeline(m, flags.choice()); }
 
 }  // namespace txl::tools

@@ -28,14 +28,19 @@ struct ModelFlags {
   CLI::Option *weightsOpt = nullptr, *vocabOpt = nullptr, *batchOpt = nullptr, *qlenOpt = nullptr, *memLenOpt = nullptr,
               *clampLenOpt = nullptr, *initialMemoryOpt = nullptr;
 
-  // `withBatch`: the command accepts --batch.
-  void add(CLI::App& cmd, bool withBatch = true);
+  // Which of the shape flags the command takes as ModelFlags: all; all but
+  // --batch (generate); none of --batch, --qlen, --mem-len and --threads
+  // (bench, which takes lists of them).
+  enum class Shape { All, NoBatch, None };
+  void add(CLI::App& cmd, Shape shape = Shape::All);
   // Applies --threads, then loads the model.
   Model open() const;
   OpenOptions openOptions() const;  // --weights and --vocab
   // The setting; for a `run` (not a recompile), --passes or --disable-pass
   // with an artifact is refused first (it is compiled with its pipeline).
   Setting setting(const Model& m, bool run = true) const;
+  // The flags given, as driver::resolveSetting() takes them.
+  SettingChoice choice() const;
 };
 
 // --passes / --disable-pass given for an artifact: txl::Error.

@@ -3,13 +3,15 @@
 
 #include "ir/check.h"
 #include "passes/registry.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 
 namespace txl::tools {
 
 void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
   if (withBackend)
-    cmd.add_option("--backend", backend, "executor: onednn (default) or reference (the plain interpreter)");
+    cmd.add_option("--backend", backend, "executor: onednn (default) or reference (the plain interpreter)")
+        ->check(oneOf({"onednn", "reference"}, "'onednn' or 'reference'"));
   cmd.add_option("--passes", passes, "comma-separated pass pipeline, or 'none' (default: the default pipeline)");
   cmd.add_option("--disable-pass", disabled, "remove a pass from the pipeline (repeatable)");
   cmd.add_flag("--print-after-all", printAfterAll, "print the IR after every pass (stderr)");
@@ -17,18 +19,20 @@ void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
   cmd.add_flag("--time-passes", timePasses, "report the time each pass takes (stderr)");
   cmd.add_option("--memory", memory,
                  "memory form: kv (remember projected keys and values, the default) or hidden (layer inputs, as "
-                 "the reference)");
+                 "the reference)")
+      ->check(oneOf({"kv", "hidden"}, "'kv' or 'hidden'"));
 }
 
-void PipelineFlags::apply(Setting& options) const {
-  options.backend = backend;
-  if (!passes.empty()) options.pipeline.passes = passes::parsePassList(passes);
-  for (const auto& name : disabled) {
-    passes::createPass(name);
-    options.pipeline.disabled.insert(name);
-  }
-  if (memory == "hidden") options.pipeline.disabled.insert("cache-projected-memory");
-  else if (memory != "kv") throw Error("--memory: expected 'kv' or 'hidden', got '" + memory + "'");
+SettingChoice PipelineFlags::choice() const {
+  SettingChoice c;
+  c.backend = backend;
+  if (!passes.empty()) c.passes = passes;
+  c.disabled = disabled;
+  c.memory = memory;
+  return c;
+}
+
+void PipelineFlags::applyDiagnostics(Setting& options) const {
   for (const auto& name : printAfter) {
     passes::createPass(name);
     options.pipeline.manager.printAfter.insert(name);
@@ -36,6 +40,11 @@ void PipelineFlags::apply(Setting& options) const {
   options.pipeline.manager.printAfterAll = printAfterAll;
   options.pipeline.manager.timePasses = timePasses;
   options.pipeline.manager.log = &std::cerr;
+}
+
+void PipelineFlags::apply(Setting& options) const {
+  selectPipeline(options, choice());
+  applyDiagnostics(options);
 }
 
 }  // namespace txl::tools

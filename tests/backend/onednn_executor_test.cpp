@@ -568,9 +568,10 @@ TEST_CASE("onednn: rel_attention reads k and v in place from [keys, B, 2·H·D] 
       std::vector<Node> operands{qu, qv, columns(0), columns(heads * dim), rt, mask};
       TensorMap inputs;
       if (padded) {
-        operands.push_back(g.addInput("pad", f32({k})));
-        Tensor pad = Tensor::zeros(f32({k}));
-        for (I j = 0; j < 3; ++j) pad.data<float>()[j] = 1.0f;
+        operands.push_back(g.addInput("pad", f32({batch, 1, 1, k})));
+        Tensor pad = Tensor::zeros(f32({batch, 1, 1, k}));
+        for (I b = 0; b < batch; ++b)  // a different count per stream
+          for (I j = 0; j < 1 + b % 3; ++j) pad.data<float>()[b * k + j] = 1.0f;
         inputs["pad"] = pad;
       }
       g.addOutput("y", g.add(OpKind::RelAttention, operands, {{"scale", 0.4}}));

@@ -92,8 +92,9 @@ Problem makeProblem(RelAttentionShape s, MaskKind kind, bool withPad, std::uint3
   p.rt = randomVector(s.heads * s.d * (s.k + p.rtLead), rng);
   p.mask = makeMask(s.q, s.k, kind, rng, (s.k - s.q) / 2);
   if (withPad) {
-    p.pad.assign(s.k, 0.0f);
-    for (I j = 3; j < s.k; j += 7) p.pad[j] = 1.0f;
+    p.pad.assign(s.batch * s.k, 0.0f);  // a different pattern per stream
+    for (I b = 0; b < s.batch; ++b)
+      for (I j = 3 + b; j < s.k; j += 7) p.pad[b * s.k + j] = 1.0f;
   }
   if (s.q > 2) std::fill(p.mask.begin() + s.k, p.mask.begin() + 2 * s.k, 1.0f);  // row 1: every key masked
   p.out.assign(s.q * s.batch * s.heads * (s.d + kOutGap), kSentinel);
@@ -115,7 +116,7 @@ std::vector<double> reference(Problem& p) {
         double max = -INFINITY;
         for (I j = 0; j < s.k; ++j) {
           w[j] = -INFINITY;
-          if (a.mask[i * s.k + j] != 0.0f || (a.pad && a.pad[j] != 0.0f)) continue;
+          if (a.mask[i * s.k + j] != 0.0f || (a.pad && a.pad[b * s.k + j] != 0.0f)) continue;
           const float *qu = at(a.qu, a.quStrides, i, b, h), *qv = at(a.qv, a.qvStrides, i, b, h);
           const float* kj = at(a.k, a.kStrides, j, b, h);
           const I src = j + s.q - 1 - i;
@@ -195,9 +196,12 @@ Problem prependMaskedKeys(const Problem& p, I extra) {
     for (I j = 0; j < extra; ++j) e.mask.push_back(j % 3 == 0 ? 1.0f : 0.0f);
     e.mask.insert(e.mask.end(), p.mask.begin() + i * s.k, p.mask.begin() + (i + 1) * s.k);
   }
-  e.pad.assign(extra, 1.0f);
-  if (p.pad.empty()) e.pad.resize(e.shape.k, 0.0f);
-  else e.pad.insert(e.pad.end(), p.pad.begin(), p.pad.end());
+  e.pad.clear();
+  for (I b = 0; b < s.batch; ++b) {
+    e.pad.insert(e.pad.end(), std::size_t(extra), 1.0f);
+    if (p.pad.empty()) e.pad.insert(e.pad.end(), std::size_t(s.k), 0.0f);
+    else e.pad.insert(e.pad.end(), p.pad.begin() + b * s.k, p.pad.begin() + (b + 1) * s.k);
+  }
   return e;
 }
 

@@ -1,15 +1,43 @@
-# Runs `txlc bench` on a tiny spec with --json and checks that every key of
-# docs/PERFORMANCE.md is there with a sane value. -DTXLC=... -DSPEC=...
+# Runs `txlc bench` on a tiny spec and checks that every key of
+# docs/PERFORMANCE.md is there with a sane value, that list-valued flags run
+# their Cartesian product, that every output format has a record per case
+# with the build in it, that the machine probe is cached, and that bench
+# takes an artifact and a model directory. -DTXLC=... -DSPEC=... -DMODELS=...
+# -DWORK=... (a scratch folder; XDG_CACHE_HOME points into it)
 # [-DEXTRA="--passes;none"] (more flags for every run)
 
-function(run_bench out)
-  execute_process(COMMAND ${TXLC} bench ${SPEC} --random-weights --segments 2 --warmup 1 --json --probe-mib 64
-                          --threads 2 ${EXTRA} ${ARGN}
-                  OUTPUT_VARIABLE json ERROR_VARIABLE err RESULT_VARIABLE rc)
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(ENV{XDG_CACHE_HOME} ${WORK}/cache)
+
+# The raw stdout of `txlc bench MODEL ...` (MODEL: the tiny spec unless ARGN starts with MODEL=...).
+function(bench_output out)
+  set(model ${SPEC} --random-weights)
+  if(ARGN)
+    list(GET ARGN 0 first)
+    if(first MATCHES "^MODEL=(.*)")
+      set(model ${CMAKE_MATCH_1})
+      list(REMOVE_AT ARGN 0)
+    endif()
+  endif()
+  execute_process(COMMAND ${TXLC} bench ${model} --segments 2 --warmup 1 --repetitions 2 --probe-mib 64
+                          ${EXTRA} ${ARGN}
+                  OUTPUT_VARIABLE text ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "txlc bench ${ARGN} failed (${rc}): ${err}")
   endif()
-  set(${out} "${json}" PARENT_SCOPE)
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# The one record of a single-case `--json` run.
+function(run_bench out)
+  bench_output(json ${ARGN} --json --threads 2)
+  string(JSON n LENGTH "${json}")
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "--json: expected an array of one record, got ${n}\n${json}")
+  endif()
+  string(JSON record GET "${json}" 0)
+  set(${out} "${record}" PARENT_SCOPE)
 endfunction()
 
 # A number at `key` that must be > 0 (and, with `max`, <= max).
@@ -68,5 +96,86 @@ run_bench(win --sliding-window 12)
 string(JSON speedup GET "${win}" sliding_window speedup)
 if(NOT speedup GREATER 0)
   message(FATAL_ERROR "sliding_window.speedup = ${speedup}\n${win}")
+endif()
+
+# Repetitions: one tokens/s per repetition, their mean and deviation.
+string(JSON nruns LENGTH "${seg}" tokens_per_s_runs)
+if(NOT nruns EQUAL 2)
+  message(FATAL_ERROR "--repetitions 2: expected 2 tokens_per_s_runs, got ${nruns}")
+endif()
+string(JSON sd GET "${seg}" tokens_per_s_stddev)
+if(sd LESS 0)
+  message(FATAL_ERROR "tokens_per_s_stddev = ${sd}")
+endif()
+foreach(key txlc_version commit cpu onednn_version onednn_isa)
+  string(JSON v ERROR_VARIABLE e GET "${seg}" build ${key})
+  if(e OR v STREQUAL "")
+    message(FATAL_ERROR "build.${key} missing\n${seg}")
+  endif()
+endforeach()
+
+# The machine probe: measured by the first run above, cached since.
+string(JSON cached GET "${tok}" probe_cached)
+if(NOT cached)
+  message(FATAL_ERROR "the second run did not use the cached machine probe\n${tok}")
+endif()
+run_bench(again --probe)
+string(JSON cached GET "${again}" probe_cached)
+if(cached)
+  message(FATAL_ERROR "--probe: expected the machine measured again\n${again}")
+endif()
+run_bench(none --no-probe)
+string(JSON peak GET "${none}" matmul_peak_gflops)
+if(NOT peak STREQUAL "null" AND NOT peak STREQUAL "")
+  message(FATAL_ERROR "--no-probe: expected no matmul peak, got ${peak}")
+endif()
+
+# A sweep: 2 qlens x 2 thread counts = 4 cases, in every format.
+bench_output(sweep --qlen 1,8 --threads 1,2 --format jsonl)
+string(REGEX MATCHALL "[^\n]+" lines "${sweep}")
+list(LENGTH lines n)
+if(NOT n EQUAL 4)
+  message(FATAL_ERROR "--qlen 1,8 --threads 1,2 --format jsonl: expected 4 lines, got ${n}\n${sweep}")
+endif()
+set(expected "1 1;1 2;8 1;8 2")
+set(i 0)
+foreach(line ${lines})
+  string(JSON q GET "${line}" qlen)
+  string(JSON t GET "${line}" threads)
+  list(GET expected ${i} want)
+  if(NOT "${q} ${t}" STREQUAL "${want}")
+    message(FATAL_ERROR "sweep case ${i}: expected qlen/threads ${want}, got ${q} ${t}")
+  endif()
+  math(EXPR i "${i} + 1")
+endforeach()
+bench_output(csv --batch 1,2 --threads 1 --format csv --no-probe)
+string(REGEX MATCHALL "[^\n]+" rows "${csv}")
+list(LENGTH rows n)
+list(GET rows 0 header)
+if(NOT n EQUAL 3 OR NOT header MATCHES "^model,model_form,.*,tokens_per_s,.*,onednn_isa")
+  message(FATAL_ERROR "--format csv: expected a header and 2 rows\n${csv}")
+endif()
+bench_output(md --mem-len 4,8 --threads 1 --no-probe)
+string(REGEX MATCHALL "\n\\| [^\n]*tiny.json \\|" mdrows "\n${md}")
+list(LENGTH mdrows n)
+if(NOT n EQUAL 2)
+  message(FATAL_ERROR "md: expected one table row per case (2)\n${md}")
+endif()
+
+# Every model form: an artifact and a model directory.
+execute_process(COMMAND ${TXLC} compile ${SPEC} --random-weights -o ${WORK}/tiny.txla
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "compile failed: ${err}")
+endif()
+run_bench(art MODEL=${WORK}/tiny.txla --no-probe)
+string(JSON form GET "${art}" model_form)
+if(NOT form STREQUAL "artifact")
+  message(FATAL_ERROR "bench of an artifact: model_form ${form}")
+endif()
+run_bench(dir MODEL=${MODELS}/kjv-char --no-probe --qlen 4 --mem-len 8)
+string(JSON form GET "${dir}" model_form)
+if(NOT form STREQUAL "directory")
+  message(FATAL_ERROR "bench of a model directory: model_form ${form}")
 endif()
 message(STATUS "bench smoke test passed")

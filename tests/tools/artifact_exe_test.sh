@@ -25,6 +25,10 @@ echo "generated: $g1"
 [ "$g1" = "$g2" ] && [ "$g1" = "$g3" ]
 [ "${#g1}" -ge 55 ]
 
+# An unknown word of the prompt is warned about, as score does.
+"$TXLC" generate "$M/kjv-words" --prompt "In the beginning zorblax" -n 3 --seed 1 2> "$T/gen.err" > /dev/null
+grep -q "warning: --prompt: 1 unknown word, read as <unk>" "$T/gen.err"
+
 # run: a state saved after one call resumes the stream exactly.
 "$TXLC" run "$T/kjv.txla" --tokens "30 60 1 52 54 51" --no-logprob > "$T/whole.json"
 "$TXLC" run "$T/kjv.txla" --tokens "30 60 1" --no-logprob --state-out "$T/s.state" > /dev/null

@@ -15,6 +15,7 @@ trap 'rm -rf "$T"' EXIT
 printf 'In the beginning\nAn\303\251\n' > "$T/accent.txt"
 printf 'I' > "$T/one.txt"
 printf '1 99\n' > "$T/ids.txt"
+printf 'In the beginning\n\nAnd God\n' > "$T/gap.txt"
 "$TXLC" compile "$M/kjv-char" -o "$T/good.txla" 2>/dev/null || { echo "setup: compile failed"; exit 1; }
 "$TXLC" run "$M/kjv-char" --tokens "1 2" --state-out "$T/char.state" >/dev/null 2>&1 || { echo "setup: run failed"; exit 1; }
 head -c 5000 "$T/good.txla" > "$T/trunc.txla"

@@ -1,4 +1,4 @@
-// tests/tools/sampler_test.cpp - greedy, temperature, top-k, top-p, and reproducibility.
+// tests/driver/sampler_test.cpp - greedy, temperature, top-k, top-p, and reproducibility.
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// tests/tools/artifact_test.cpp - the artifact format: round trip, and every way a file can be wrong.
+// tests/driver/artifact_test.cpp - the artifact format: round trip, and every way a file can be wrong.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>

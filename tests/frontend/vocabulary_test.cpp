@@ -1,4 +1,4 @@
-// tests/tools/vocabulary_test.cpp - character and word tokenizers, on the bundled vocabularies and by hand.
+// tests/frontend/vocabulary_test.cpp - character and word tokenizers, on the bundled vocabularies and by hand.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// tests/tools/scorer_test.cpp - scoreTokens(): stream cutting, segment walk, and the memory's effect.
+// tests/driver/scorer_test.cpp - scoreTokens(): stream cutting, segment walk, and the memory's effect.
 #include <catch2/catch.hpp>
 
 #include <fstream>

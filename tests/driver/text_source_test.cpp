@@ -1,4 +1,4 @@
-// tests/tools/text_source_test.cpp - token ids and streams given on the command line or in files.
+// tests/driver/text_source_test.cpp - token ids and streams given on the command line or in files.
 #include <catch2/catch.hpp>
 
 #include "ir/check.h"

@@ -1,0 +1,79 @@
+// backend/platform.cpp - platform(): /proc/cpuinfo, the affinity mask and oneDNN's own report.
+#include "backend/platform.h"
+
+#include <sched.h>
+
+#include <fstream>
+#include <set>
+#include <utility>
+
+#include <oneapi/dnnl/dnnl.h>
+
+namespace txl::backend {
+
+namespace {
+
+std::string isaName(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_mic:
+      return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "isa " + std::to_string(int(isa));
+  }
+}
+
+Platform probe() {
+  Platform p;
+  p.cpu = "unknown";
+  std::ifstream in("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
+  std::string line, physical = "0";
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon), value = line.substr(colon + 1);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (!value.empty() && value.front() == ' ') value.erase(0, 1);
+    if (key == "model name" && p.cpu == "unknown") p.cpu = value;
+    else if (key == "physical id") physical = value;
+    else if (key == "core id") cores.insert({physical, value});
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  p.logicalCpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  p.physicalCores = cores.empty() ? p.logicalCpus : std::min(int(cores.size()), p.logicalCpus);
+  if (p.physicalCores < 1) p.physicalCores = 1;
+  const dnnl_version_t* v = dnnl_version();
+  p.onednnVersion = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  const std::string hash = v->hash ? v->hash : "";
+  if (!hash.empty() && hash != "N/A") p.onednnVersion += " (" + hash + ")";
+  p.onednnIsa = isaName(dnnl_get_effective_cpu_isa());
+  return p;
+}
+
+}  // namespace
+
+const Platform& platform() {
+  static const Platform p = probe();
+  return p;
+}
+
+}  // namespace txl::backend

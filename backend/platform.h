@@ -1,0 +1,26 @@
+// backend/platform.h - what txlc runs on: the CPU, its cores, and the oneDNN
+// library with the instruction set it dispatches to.
+//
+// Every machine-readable benchmark record and `txlc --version` carry these,
+// so a figure can always be traced to the machine and library that made it.
+//
+//   const Platform& p = platform();
+//   std::cout << p.cpu << ", oneDNN " << p.onednnVersion << " (" << p.onednnIsa << ")\n";
+#pragma once
+
+#include <string>
+
+namespace txl::backend {
+
+struct Platform {
+  std::string cpu;            // /proc/cpuinfo's "model name" ("unknown" if absent)
+  int physicalCores = 0;      // distinct (physical id, core id) pairs; the logical CPUs when unknown
+  int logicalCpus = 0;        // CPUs this process may run on (its affinity mask)
+  std::string onednnVersion;  // "2.6.0 (52b5f107)"
+  std::string onednnIsa;      // the ISA oneDNN's CPU engine dispatches to ("avx512_core_bf16")
+};
+
+// Read once, on first use.
+const Platform& platform();
+
+}  // namespace txl::backend

@@ -1,0 +1,265 @@
+// driver/documents.cpp - documents: reading, validation, packing, output lines.
+#include "driver/documents.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+
+#include "driver/text_source.h"
+#include "ir/check.h"
+
+namespace txl::driver {
+
+DocumentFormat documentFormat(const std::string& name) {
+  if (name == "auto") return DocumentFormat::Auto;
+  if (name == "lines") return DocumentFormat::Lines;
+  if (name == "jsonl") return DocumentFormat::JsonLines;
+  throw Error("--documents-format: expected auto, lines or jsonl, got '" + name + "'");
+}
+
+namespace {
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The lines of `content`: a trailing line break ends the last line, it does not start another.
+std::vector<std::string_view> splitLines(std::string_view content) {
+  std::vector<std::string_view> lines;
+  for (std::size_t pos = 0; pos < content.size();) {
+    std::size_t end = content.find('\n', pos);
+    if (end == std::string_view::npos) end = content.size();
+    std::string_view line = content.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    pos = end + 1;
+  }
+  return lines;
+}
+
+bool looksLikeJsonLines(const std::vector<std::string_view>& lines) {
+  for (std::string_view line : lines) {
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos) continue;
+    if (line[first] != '{') return false;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    return j.is_object() && j.contains("text");
+  }
+  return false;
+}
+
+// Where `s` stops being UTF-8 (npos when it is): overlong forms, surrogates
+// and code points above U+10FFFF are refused as well.
+std::size_t invalidUtf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    if (n < 0 || (n > 0 && i + std::size_t(n) >= s.size())) return i;
+    std::uint32_t cp = n == 0 ? c : n == 1 ? (c & 0x1F) : n == 2 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + std::size_t(k)]);
+      if ((d >> 6) != 0x2) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return i;
+    i += std::size_t(n) + 1;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+std::vector<Document> parseDocuments(std::string_view content, const std::string& source, DocumentFormat format) {
+  const std::vector<std::string_view> lines = splitLines(content);
+  if (format == DocumentFormat::Auto)
+    format = endsWith(source, ".jsonl") || endsWith(source, ".ndjson") || looksLikeJsonLines(lines)
+                 ? DocumentFormat::JsonLines
+                 : DocumentFormat::Lines;
+  std::vector<Document> docs;
+  docs.reserve(lines.size());
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    Document d;
+    d.line = std::int64_t(n) + 1;
+    d.id = d.line;
+    if (format == DocumentFormat::Lines) {
+      d.text = std::string(lines[n]);
+    } else {
+      const nlohmann::json j = nlohmann::json::parse(lines[n], nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        d.error = "line " + std::to_string(d.line) + ": expected a JSON object with a \"text\" string, got " +
+                  (j.is_discarded() ? "text that is not JSON" : std::string("a JSON ") + j.type_name());
+      } else {
+        if (j.contains("id")) d.id = j["id"];
+        if (!j.contains("text") || !j["text"].is_string())
+          d.error = "line " + std::to_string(d.line) + ": expected a \"text\" string, got " +
+                    (j.contains("text") ? std::string("a JSON ") + j["text"].type_name() : std::string("none"));
+        else d.text = j["text"].get<std::string>();
+      }
+    }
+    docs.push_back(std::move(d));
+  }
+  return docs;
+}
+
+std::vector<Document> readDocuments(const std::string& path, DocumentFormat format) {
+  return parseDocuments(readTextFile(path), path, format);
+}
+
+EncodedDocument encodeDocument(const Document& doc, const frontend::Vocabulary& vocab, const EncodeLimits& limits) {
+  EncodedDocument e;
+  if (!doc.error.empty()) {
+    e.error = doc.error;
+    return e;
+  }
+  const std::string& t = doc.text;
+  if (t.empty()) {
+    e.error = "empty document";
+    return e;
+  }
+  if (const std::size_t nul = t.find('\0'); nul != std::string::npos) {
+    e.error = "binary: a NUL byte at byte " + std::to_string(nul);
+    return e;
+  }
+  if (const std::size_t bad = invalidUtf8(t); bad != std::string_view::npos) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(t[bad]));
+    e.error = "not UTF-8 text: byte " + std::string(hex) + " at byte " + std::to_string(bad);
+    return e;
+  }
+  // A limit on the text first, so that a huge document is refused before it is encoded.
+  if (std::int64_t(t.size()) > 8 * limits.maxTokens) {
+    e.error = std::to_string(t.size()) + " bytes, over the limit of " + std::to_string(limits.maxTokens) + " tokens";
+    return e;
+  }
+  try {
+    e.ids = vocab.encode(t, "text");
+  } catch (const Error& err) {
+    e.error = err.what();
+    if (e.error.rfind("text: ", 0) == 0) e.error.erase(0, 6);  // "line 1 column 4: character ..."
+    e.ids.clear();
+    return e;
+  }
+  if (std::int64_t(e.ids.size()) > limits.maxTokens) {
+    e.error = std::to_string(e.ids.size()) + " tokens, over the limit of " + std::to_string(limits.maxTokens);
+    e.ids.clear();
+    return e;
+  }
+  if (e.ids.size() < 2) {
+    e.error = std::to_string(e.ids.size()) + " token, expected at least 2 to predict anything";
+    e.ids.clear();
+    return e;
+  }
+  if (vocab.kind() == frontend::VocabKind::Word) e.unknown = vocab.countUnknown(t);
+  return e;
+}
+
+void scoreDocuments(backend::Session& session, std::span<const std::span<const std::int64_t>> docs,
+                    const PackOptions& options, const std::function<void(std::size_t, const DocumentScore&)>& done) {
+  const std::int64_t batch = session.model().info().batch, qlen = options.qlen;
+  TXL_CHECK(qlen >= 1, "qlen must be positive");
+  for (const auto& d : docs) TXL_CHECK(d.size() >= 2, "a document of fewer than 2 tokens reached the scheduler");
+  session.reset();
+  session.padAlways(true);
+  struct Stream {
+    std::size_t doc = 0;
+    bool active = false;
+    std::int64_t next = 0;  // the next input position of the document
+    DocumentScore score;
+  };
+  std::vector<Stream> streams(static_cast<std::size_t>(batch));
+  std::size_t taken = 0;
+  const auto take = [&](std::int64_t b, Stream& s) {
+    s = Stream{};
+    if (taken == docs.size()) return;
+    s.doc = taken++;
+    s.active = true;
+    session.resetStream(b);
+  };
+  for (std::int64_t b = 0; b < batch; ++b) take(b, streams[std::size_t(b)]);
+  ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
+  ir::Tensor targets = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(batch));
+  while (std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.active; })) {
+    auto* tok = tokens.data<std::int64_t>();
+    auto* tgt = targets.data<std::int64_t>();
+    std::fill(tok, tok + qlen * batch, 0);  // token 0 behind a document's end and on idle streams
+    std::fill(tgt, tgt + qlen * batch, 0);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const Stream& s = streams[std::size_t(b)];
+      std::int64_t& len = lengths[std::size_t(b)];
+      len = 0;
+      if (!s.active) continue;
+      const std::span<const std::int64_t> ids = docs[s.doc];
+      len = std::min(qlen, std::int64_t(ids.size()) - 1 - s.next);
+      for (std::int64_t t = 0; t < len; ++t) {
+        tok[t * batch + b] = ids[std::size_t(s.next + t)];
+        tgt[t * batch + b] = ids[std::size_t(s.next + t + 1)];
+      }
+    }
+    const backend::ForwardResult out = session.forward(tokens, &targets, /*logprob=*/false);
+    const float* nll = out.nll->data<float>();
+    std::int64_t predicted = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      Stream& s = streams[std::size_t(b)];
+      if (!s.active) continue;
+      const std::int64_t len = lengths[std::size_t(b)];
+      for (std::int64_t t = 0; t < len; ++t) s.score.nllSum += double(nll[t * batch + b]);
+      s.score.tokens += len;
+      s.next += len;
+      predicted += len;
+      if (s.next == std::int64_t(docs[s.doc].size()) - 1) {
+        done(s.doc, s.score);
+        take(b, s);
+      }
+    }
+    if (options.afterSegment) options.afterSegment(predicted);
+  }
+}
+
+namespace {
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "null";  // JSON has no NaN or infinity
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string documentLine(const nlohmann::json& id, const DocumentScore& score, std::int64_t unknown) {
+  const double perToken = score.nllSum / double(score.tokens);
+  return "{\"id\":" + id.dump() + ",\"tokens\":" + std::to_string(score.tokens) +
+         ",\"nll_sum\":" + number(score.nllSum) + ",\"perplexity\":" + number(std::exp(perToken)) +
+         ",\"bits_per_token\":" + number(perToken / std::log(2.0)) + ",\"unk_tokens\":" + std::to_string(unknown) + "}";
+}
+
+std::string documentErrorLine(const nlohmann::json& id, const std::string& error) {
+  return "{\"id\":" + id.dump() +
+         ",\"error\":" + nlohmann::json(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
+}
+
+std::size_t completedPrefix(std::string_view lines, const std::vector<Document>& docs, const std::string& source,
+                            std::size_t* bytes) {
+  std::size_t n = 0, pos = 0;
+  while (pos < lines.size() && n < docs.size()) {
+    const std::size_t end = lines.find('\n', pos);
+    if (end == std::string_view::npos) break;  // a torn last line
+    const nlohmann::json j = nlohmann::json::parse(lines.substr(pos, end - pos), nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("id") || !(j.contains("tokens") || j.contains("error")))
+      break;
+    if (j["id"] != docs[n].id)
+      throw Error(source + ": line " + std::to_string(n + 1) + " is document " + j["id"].dump() +
+                  ", expected document " + docs[n].id.dump() +
+                  " of this corpus (an output of another corpus? remove it or drop --resume)");
+    ++n;
+    pos = end + 1;
+  }
+  if (bytes) *bytes = pos;
+  return n;
+}
+
+}  // namespace txl::driver

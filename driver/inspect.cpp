@@ -1,0 +1,114 @@
+// driver/inspect.cpp - checkInspectRequest(), inspectModel().
+#include "driver/inspect.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "driver/compile.h"
+#include "driver/graph_stats.h"
+#include "frontend/graph_builder.h"
+#include "ir/check.h"
+#include "ir/dot.h"
+#include "ir/json_io.h"
+#include "ir/printer.h"
+
+namespace txl::driver {
+
+namespace {
+
+void appendf(std::string& out, const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  out += buf;
+}
+
+std::string human(double x) {
+  char buf[32];
+  const char* unit[] = {"", "k", "M", "G", "T"};
+  int u = 0;
+  while (x >= 1000 && u < 4) x /= 1000, ++u;
+  std::snprintf(buf, sizeof buf, "%.3g %s", x, unit[u]);
+  return buf;
+}
+
+std::string statsText(const GraphStats& in, const GraphStats& opt, const std::vector<ir::Remark>& remarks) {
+  std::string out;
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> rows;
+  for (const auto& [op, n] : in.ops) rows[op].first = n;
+  for (const auto& [op, n] : opt.ops) rows[op].second = n;
+  appendf(out, "%-16s %10s %10s\n", "op", "input", "optimized");
+  for (const auto& [op, n] : rows)
+    appendf(out, "%-16s %10lld %10lld\n", op.c_str(), (long long)n.first, (long long)n.second);
+  appendf(out, "\n%-24s %14s %14s\n", "per segment", "input", "optimized");
+  appendf(out, "%-24s %13sF %13sF  (%.1f%% of the input)\n", "FLOPs", human(in.flops).c_str(), human(opt.flops).c_str(),
+          in.flops > 0 ? 100.0 * opt.flops / in.flops : 0.0);
+  appendf(out, "%-24s %13sB %13sB  (%.1f%% of the input)\n", "bytes moved", human(in.bytes).c_str(),
+          human(opt.bytes).c_str(), in.bytes > 0 ? 100.0 * opt.bytes / in.bytes : 0.0);
+  appendf(out, "%-24s %14s %13sF  (once per plan)\n", "constant subgraphs", "-", human(opt.constantFlops).c_str());
+  out += "\nfusions:\n";
+  if (remarks.empty()) out += "  (none)\n";
+  for (const auto& r : remarks)
+    out += "  " + std::string(r.applied ? "applied " : "skipped ") + r.pass + ": " + r.message + "\n";
+  return out;
+}
+
+}  // namespace
+
+void checkInspectRequest(const InspectRequest& r) {
+  if (r.stage != "input" && r.stage != "optimized")
+    throw Error("--stage: expected 'input' or 'optimized', got '" + r.stage + "'");
+  if (r.format != "text" && r.format != "json" && r.format != "dot")
+    throw Error("--format: expected 'text', 'json' or 'dot', got '" + r.format + "'");
+  if (r.stats && r.format == "dot") throw Error("--stats prints text or json, not dot");
+  if (r.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(r.batch));
+}
+
+std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r) {
+  checkInspectRequest(r);
+  // The spec's own setting (an artifact's too: inspect shows what its spec builds), batch and qlen as asked.
+  Setting setting = defaultSetting(modelFrom(spec, {}));
+  setting.backend = pipeline.backend, setting.pipeline = pipeline.pipeline;
+  setting.batch = r.batch;
+  setting.qlen = r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1));
+  backend::SegmentKey key{setting.qlen, r.mlen.value_or(spec.mem_len), {true, true}, false};
+  if (r.qlen && *r.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(*r.qlen));
+  if (r.mlen && (*r.mlen < 0 || *r.mlen > spec.mem_len))
+    throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
+                std::to_string(*r.mlen));
+  if (spec.attn_type == 2 && !r.mlen) key.mlen = 0;
+  checkSetting(spec, setting);  // every size reaching a shape, before anything is built
+  const ir::Graph input = frontend::buildSegmentGraph(spec, segmentShape(setting, key));
+  ir::PassContext ctx;
+  const ir::Graph optimized = buildOptimizedGraph(spec, setting, key, &ctx);
+
+  if (r.stats) {
+    GraphStats in = graphStats(input, false), opt = graphStats(optimized, true);
+    if (r.format == "json") {
+      nlohmann::json fusions = nlohmann::json::array();
+      for (const auto& remark : ctx.remarks)
+        fusions.push_back({{"pass", remark.pass}, {"applied", remark.applied}, {"message", remark.message}});
+      return nlohmann::json{{"semantics", frontend::semanticsName(spec.semantics)},
+                            {"initial_memory", frontend::initialMemoryName(spec.defaultInitialMemory())},
+                            {"input", statsToJson(in)},
+                            {"optimized", statsToJson(opt)},
+                            {"fusions", fusions}}
+                 .dump(2) +
+             "\n";
+    }
+    std::string out;
+    appendf(out, "semantics %s (initial memory %s, docs/SEMANTICS.md)\n\n", frontend::semanticsName(spec.semantics),
+            frontend::initialMemoryName(spec.defaultInitialMemory()));
+    return out + statsText(in, opt, ctx.remarks);
+  }
+  const ir::Graph& g = r.stage == "input" ? input : optimized;
+  if (r.format == "json") return ir::toJson(g).dump(2) + "\n";
+  if (r.format == "dot") return ir::toDot(g);
+  return ir::print(g);
+}
+
+}  // namespace txl::driver

@@ -1,0 +1,39 @@
+// driver/inspect.h - the segment graph of a model at a stage, or what the passes bought: what `txlc inspect` prints.
+//
+// The segment is qlen tokens (default: the spec's tgt_len) against mlen
+// remembered positions (default: its mem_len, the steady state; 0 for
+// attn_type 2), batch 1 unless asked. The input stage is the frontend's
+// literal graph; the optimized stage runs the pipeline of the setting as
+// compile would (driver/compile.h buildOptimizedGraph). Stats: per graph the
+// node count per op, FLOPs and bytes moved per segment (driver/graph_stats.h),
+// then the fusion report from the passes' remarks (docs/PASSES.md).
+//
+//   InspectRequest r;
+//   r.format = "dot";
+//   std::cout << inspectModel(spec, setting, r);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "driver/setting.h"
+#include "frontend/model_spec.h"
+
+namespace txl::driver {
+
+struct InspectRequest {
+  std::string stage = "optimized";  // "input" or "optimized"
+  std::string format = "text";      // "text", "json" or "dot" (stats: text or json)
+  bool stats = false;
+  std::int64_t batch = 1;
+  std::optional<std::int64_t> qlen, mlen;
+};
+
+// txl::Error (one line naming the flag) for a stage, format or batch out of range.
+void checkInspectRequest(const InspectRequest& r);
+// The graph (text, graph JSON or DOT) or the stats (text or JSON) of `spec`'s
+// segment; `pipeline` gives the backend and the pass selection, the spec the rest.
+std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r);
+
+}  // namespace txl::driver

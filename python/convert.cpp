@@ -1,0 +1,196 @@
+// python/convert.cpp - toPython(), applyKeywords(), settingToDict(), token and float arrays.
+#include "python/convert.h"
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+
+#include "passes/pipeline.h"
+#include "python/errors.h"
+
+namespace txl::python {
+
+py::object toPython(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null:
+    case nlohmann::json::value_t::discarded:
+      return py::none();
+    case nlohmann::json::value_t::boolean:
+      return py::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return py::int_(j.get<std::int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return py::int_(j.get<std::uint64_t>());
+    case nlohmann::json::value_t::number_float:
+      return py::float_(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return py::str(j.get_ref<const std::string&>());
+    case nlohmann::json::value_t::binary:
+      return py::bytes(std::string(j.get_binary().begin(), j.get_binary().end()));
+    case nlohmann::json::value_t::array: {
+      py::list out;
+      for (const auto& v : j) out.append(toPython(v));
+      return out;
+    }
+    case nlohmann::json::value_t::object: {
+      py::dict out;
+      for (const auto& [k, v] : j.items()) out[py::str(k)] = toPython(v);
+      return out;
+    }
+  }
+  return py::none();
+}
+
+namespace {
+
+std::string keyList() {
+  std::string out;
+  for (const char* k : kSettingKeys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
+
+std::string typeName(const py::handle& v) { return py::str(py::type::handle_of(v).attr("__name__")); }
+
+// The command line's flag for a keyword: mem_len -> --mem-len.
+std::string flag(const std::string& key) {
+  std::string f = "--" + key;
+  std::replace(f.begin(), f.end(), '_', '-');
+  return f;
+}
+
+// An int (not a bool); anything else is refused as the command line's validator words it
+// ("--batch: expected a positive integer, got 'two'"). The range is checked by driver::checkSetting.
+std::int64_t integer(const py::handle& v, const std::string& key, const char* what) {
+  if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
+    throw SettingFailure(flag(key) + ": expected " + what + ", got '" + std::string(py::str(v)) + "'");
+  try {
+    return v.cast<std::int64_t>();
+  } catch (const py::cast_error&) {
+    throw SettingFailure(flag(key) + ": expected " + what + ", got '" + std::string(py::str(v)) + "'");
+  }
+}
+
+std::string text(const py::handle& v, const std::string& key) {
+  if (!py::isinstance<py::str>(v))
+    throw SettingFailure(flag(key) + ": expected a str, got " + typeName(v) + " '" + std::string(py::str(v)) + "'");
+  return v.cast<std::string>();
+}
+
+// A str, or a list or tuple of str.
+std::vector<std::string> names(const py::handle& v, const std::string& key) {
+  if (py::isinstance<py::str>(v)) return {v.cast<std::string>()};
+  if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
+    throw SettingFailure(flag(key) + ": expected a str or a list of str, got " + typeName(v));
+  std::vector<std::string> out;
+  for (const py::handle& item : v) out.push_back(text(item, key));
+  return out;
+}
+
+}  // namespace
+
+void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const char* function) {
+  for (const auto& [keyObject, v] : kwargs) {
+    const std::string key = keyObject.cast<std::string>();
+    if (v.is_none()) continue;  // None: the model's own value
+    if (key == "batch") c.batch = integer(v, key, "a positive integer");
+    else if (key == "qlen") c.qlen = integer(v, key, "a positive integer");
+    else if (key == "mem_len") c.memLen = integer(v, key, "a non-negative integer");
+    else if (key == "clamp_len") c.clampLen = integer(v, key, "an integer");
+    else if (key == "same_length") {
+      if (!py::isinstance<py::bool_>(v))
+        throw SettingFailure(flag(key) + ": expected a bool, got " + typeName(v) + " '" + std::string(py::str(v)) +
+                             "'");
+      c.sameLength = v.cast<bool>();
+    } else if (key == "initial_memory") c.initialMemory = text(v, key);
+    else if (key == "threads") {
+      const std::int64_t t = integer(v, key, "a thread count in [0, 4096]");
+      if (t < 0 || t > 4096)
+        throw SettingFailure("--threads: expected a thread count in [0, 4096], got '" + std::to_string(t) + "'");
+      c.threads = int(t);
+    } else if (key == "backend") c.backend = text(v, key);
+    else if (key == "passes") {
+      std::string list;
+      for (const auto& n : names(v, key)) list += (list.empty() ? "" : ",") + n;
+      c.passes = list.empty() ? "none" : list;
+    } else if (key == "disable_pass") {
+      for (const auto& n : names(v, key)) c.disabled.push_back(n);
+    } else if (key == "memory") c.memory = text(v, key);
+    else
+      throw SettingFailure(std::string(function) + "(): unknown setting '" + key + "'; expected one of: " + keyList());
+  }
+}
+
+py::dict settingToDict(const driver::Setting& s) {
+  py::dict d;
+  d["batch"] = s.batch;
+  d["qlen"] = s.qlen;
+  d["mem_len"] = s.memLen;
+  d["clamp_len"] = s.clampLen;
+  d["same_length"] = s.sameLength;
+  d["initial_memory"] = frontend::initialMemoryName(s.initialMemory);
+  d["threads"] = s.threads;
+  d["backend"] = s.backend;
+  d["passes"] = passes::selectedPasses(s.pipeline);
+  d["memory"] = driver::memoryForm(s);
+  return d;
+}
+
+TokenArray tokenArray(const py::handle& object, const char* what) {
+  py::array raw = py::array::ensure(object);
+  if (!raw) {
+    PyErr_Clear();
+    throw Error(std::string(what) + ": expected an integer array [qlen, batch], got " + typeName(object));
+  }
+  const char kind = raw.dtype().kind();
+  if (raw.size() > 0 && kind != 'i' && kind != 'u')
+    throw Error(std::string(what) + ": expected an integer array [qlen, batch], got dtype " +
+                std::string(py::str(raw.dtype())));
+  if (raw.ndim() != 1 && raw.ndim() != 2)
+    throw Error(std::string(what) + ": expected an integer array [qlen, batch] or [qlen], got " +
+                std::to_string(raw.ndim()) + " dimensions");
+  TokenArray out;
+  out.oneDimensional = raw.ndim() == 1;
+  // An int64 C-contiguous array is used as it is; anything else is converted once.
+  out.array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(raw);
+  if (!out.array) throw py::error_already_set();
+  const std::int64_t qlen = out.array.shape(0), batch = out.oneDimensional ? 1 : out.array.shape(1);
+  out.tensor = ir::Tensor({ir::DType::I64, {qlen, batch}}, const_cast<std::int64_t*>(out.array.data()), nullptr);
+  return out;
+}
+
+py::array_t<float> newFloatArray(const std::vector<std::int64_t>& shape) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  return py::array_t<float>(dims);
+}
+
+py::array tensorArray(const ir::Tensor& t) {
+  auto* keep = new ir::Tensor(t);
+  py::capsule owner(keep, [](void* p) { delete static_cast<ir::Tensor*>(p); });
+  std::vector<py::ssize_t> dims(t.shape().begin(), t.shape().end());
+  switch (t.dtype()) {
+    case ir::DType::F32:
+      return py::array_t<float>(dims, keep->data<float>(), owner);
+    case ir::DType::I64:
+      return py::array_t<std::int64_t>(dims, keep->data<std::int64_t>(), owner);
+    default:
+      break;
+  }
+  throw InternalError("tensorArray: a tensor of an unexpected dtype");
+}
+
+ir::Tensor floatTensor(const py::handle& object, const std::string& what, py::list& keepAlive) {
+  py::array raw = py::array::ensure(object);
+  if (!raw) {
+    PyErr_Clear();
+    throw Error(what + ": expected a float32 array, got " + typeName(object));
+  }
+  const char kind = raw.dtype().kind();
+  if (kind != 'f') throw Error(what + ": expected a float32 array, got dtype " + std::string(py::str(raw.dtype())));
+  auto array = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(raw);
+  if (!array) throw py::error_already_set();
+  keepAlive.append(array);
+  ir::Shape shape(array.shape(), array.shape() + array.ndim());
+  return ir::Tensor({ir::DType::F32, shape}, const_cast<float*>(array.data()), nullptr);
+}
+
+}  // namespace txl::python

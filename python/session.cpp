@@ -1,0 +1,330 @@
+// python/session.cpp - txlc.Session (one set of streams with their memory) and txlc.Generation (sampling).
+//
+// A Session wraps a backend::Session of the model's compiled form for its
+// setting. forward() views an int64 C-contiguous token array in place,
+// allocates the result arrays, then releases the GIL for the segment and the
+// copy of its outputs into them (the session's own buffers are reused by its
+// next segment, so results are copies; docs/PYTHON.md). A mutex per session
+// makes concurrent calls on one Session wait for each other instead of
+// racing; sessions of one model run in parallel. The OpenMP thread count of
+// the setting is applied in the calling thread before each segment (it is
+// a per-thread value in OpenMP).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include "driver/compile.h"
+#include "driver/generator.h"
+#include "driver/state_file.h"
+#include "python/convert.h"
+#include "python/errors.h"
+#include "python/model.h"
+
+namespace txl::python {
+
+namespace {
+
+struct Output {
+  py::object hidden, logprob, nll;
+};
+
+struct PySession {
+  std::shared_ptr<PyModel> model;
+  driver::Setting setting;
+  std::shared_ptr<const backend::CompiledModel> compiled;
+  std::unique_ptr<backend::Session> session;
+  std::mutex mutex;
+  // How long the last forward() spent in backend::Session::forward itself,
+  // for bench/python_overhead.py (the rest of the call is the module's).
+  std::int64_t lastForwardNs = 0;
+
+  // Runs one segment; the outputs are copied into arrays allocated here.
+  Output forward(const py::object& tokens, const py::object& targets, bool logprob, bool hidden) {
+    TokenArray in = tokenArray(tokens, "tokens");
+    std::optional<TokenArray> tg;
+    if (!targets.is_none()) tg = tokenArray(targets, "targets");
+    const auto& info = compiled->info();
+    const std::int64_t q = in.tensor.shape()[0], b = in.tensor.shape()[1];
+    // Shapes as the caller gave them: a 1-D input gives results without the batch axis.
+    auto shape = [&](std::optional<std::int64_t> last) {
+      std::vector<std::int64_t> s{q};
+      if (!in.oneDimensional) s.push_back(b);
+      if (last) s.push_back(*last);
+      return s;
+    };
+    const bool shapeOk = b == info.batch;  // else the session names the mismatch; allocate nothing
+    Output out{py::none(), py::none(), py::none()};
+    float *hp = nullptr, *lpp = nullptr, *np = nullptr;
+    auto result = [&](py::object& slot, std::vector<std::int64_t> dims) {
+      py::array_t<float> a = newFloatArray(dims);
+      slot = a;
+      return a.mutable_data();
+    };
+    if (shapeOk && hidden) hp = result(out.hidden, shape(info.dModel));
+    if (shapeOk && logprob) lpp = result(out.logprob, shape(info.nToken));
+    if (shapeOk && tg) np = result(out.nll, shape(std::nullopt));
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex);
+      driver::applyThreads(setting.threads);
+      const auto start = std::chrono::steady_clock::now();
+      backend::ForwardResult r = session->forward(in.tensor, tg ? &tg->tensor : nullptr, logprob);
+      lastForwardNs =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+      auto copy = [](float* dst, const ir::Tensor* src) {
+        if (dst && src) std::memcpy(dst, src->data<float>(), std::size_t(src->numel()) * sizeof(float));
+      };
+      copy(hp, r.hidden);
+      copy(lpp, r.logprob);
+      copy(np, r.nll);
+    }
+    return out;
+  }
+
+  py::dict state() {
+    ir::TensorMap state;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex);
+      state = session->saveState();
+    }
+    py::dict d;
+    for (const auto& [name, t] : state) d[py::str(name)] = tensorArray(t);
+    return d;
+  }
+
+  void loadState(const py::object& state) {
+    if (py::isinstance<py::dict>(state)) {
+      py::list keep;
+      ir::TensorMap map;
+      for (const auto& [k, v] : state.cast<py::dict>()) {
+        const std::string name = py::str(k);
+        map[name] = floatTensor(v, "state: tensor '" + name + "'", keep);
+      }
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex);
+      session->loadState(map);
+      return;
+    }
+    const std::string path = py::module_::import("os").attr("fspath")(state).cast<std::string>();
+    py::gil_scoped_release release;
+    ir::TensorMap map = driver::readStateFile(model->model, path);
+    std::lock_guard<std::mutex> lock(mutex);
+    driver::loadState(*session, map, path);
+  }
+
+  void saveState(const py::object& path) {
+    const std::string p = py::module_::import("os").attr("fspath")(path).cast<std::string>();
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex);
+    driver::writeStateFile(*session, model->model, setting, p);
+  }
+};
+
+std::shared_ptr<PySession> newSession(const std::shared_ptr<PyModel>& model, const driver::Setting& s) {
+  auto ps = std::make_shared<PySession>();
+  ps->model = model;
+  ps->setting = s;
+  ps->compiled = model->compiled(s);
+  py::gil_scoped_release release;
+  ps->session = std::make_unique<backend::Session>(ps->compiled);
+  return ps;
+}
+
+struct Generation {
+  std::shared_ptr<PySession> session;
+  std::unique_ptr<driver::Generator> generator;
+  const frontend::Vocabulary* vocab = nullptr;
+  std::int64_t remaining = 0, previous = -1, promptTokens = 0;
+  std::vector<std::int64_t> ids;
+
+  std::string next() {
+    if (remaining <= 0) throw py::stop_iteration();
+    std::int64_t id = 0;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(session->mutex);
+      driver::applyThreads(session->setting.threads);
+      id = generator->next();
+    }
+    --remaining;
+    ids.push_back(id);
+    std::string piece = vocab->decodeToken(id, previous);
+    previous = id;
+    return piece;
+  }
+};
+
+}  // namespace
+
+py::object makeSession(const std::shared_ptr<PyModel>& model, const py::kwargs& kwargs) {
+  return py::cast(newSession(model, model->resolve(kwargs, "session")));
+}
+
+py::object makeGeneration(const std::shared_ptr<PyModel>& model, const std::string& prompt, std::int64_t n,
+                          const py::object& temperature, const py::object& topK, const py::object& topP,
+                          std::uint64_t seed, bool greedy, bool stream, const py::kwargs& kwargs) {
+  py::kwargs kw = kwargs;
+  if (!kw.contains("batch")) kw["batch"] = 1;  // one stream
+  const driver::Setting s = model->resolve(kw, "generate");
+  driver::SamplerOptions so;
+  so.greedy = greedy;
+  so.seed = seed;
+  asSetting([&] {
+    if (greedy && (!temperature.is_none() || !topK.is_none() || !topP.is_none()))
+      throw Error("--greedy: excludes --temperature, --top-k and --top-p");
+    if (n < 0) throw Error("-n: expected a non-negative integer, got '" + std::to_string(n) + "'");
+    if (!temperature.is_none()) so.temperature = temperature.cast<double>();
+    if (!topK.is_none()) so.topK = topK.cast<std::int64_t>();
+    if (!topP.is_none()) so.topP = topP.cast<double>();
+    driver::checkSamplerOptions(so);
+  });
+  const frontend::Vocabulary& vocab = driver::requireVocabulary(model->model, "generate");
+  std::vector<std::int64_t> ids = driver::encodePrompt(vocab, prompt);
+  auto g = std::make_shared<Generation>();
+  g->session = newSession(model, s);
+  g->vocab = &vocab;
+  g->remaining = n;
+  g->previous = ids.back();
+  g->promptTokens = std::int64_t(ids.size());
+  {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(g->session->mutex);
+    driver::applyThreads(s.threads);
+    g->generator = std::make_unique<driver::Generator>(*g->session->session, s.qlen, so);
+    g->generator->feedPrompt(ids);
+  }
+  if (stream) return py::cast(g);
+  while (g->remaining > 0) g->next();
+  return py::str(vocab.decode(g->ids));
+}
+
+void bindSession(py::module_& m) {
+  py::class_<Output>(m, "Output", "What Session.forward() returns: hidden, logprob and nll (None when not asked for).")
+      .def_readonly("hidden", &Output::hidden,
+                    "float32 [qlen, batch, d_model] (or [qlen, d_model] for 1-D tokens): the last layer's output.")
+      .def_readonly("logprob", &Output::logprob,
+                    "float32 [qlen, batch, n_token] (or [qlen, n_token]): log-probabilities of the next token; None "
+                    "with logprob=False.")
+      .def_readonly("nll", &Output::nll,
+                    "float32 [qlen, batch] (or [qlen]): negative log-likelihood of the targets in nats; None "
+                    "without targets.")
+      .def("__iter__", [](const Output& o) { return py::iter(py::make_tuple(o.hidden, o.logprob, o.nll)); })
+      .def("__repr__", [](const Output& o) {
+        auto shape = [](const py::object& a) -> std::string {
+          return a.is_none() ? "None" : std::string(py::str(a.attr("shape")));
+        };
+        return "<txlc.Output hidden=" + shape(o.hidden) + " logprob=" + shape(o.logprob) + " nll=" + shape(o.nll) + ">";
+      });
+
+  py::class_<PySession, std::shared_ptr<PySession>>(m, "Session",
+                                                    R"(Streams of tokens with their recurrent memory (Model.session()).
+
+Each forward() runs one segment of qlen tokens for every stream against the
+memory the previous segments left (up to mem_len positions), exactly as the
+reference carries it. Not for two threads at once (calls on one Session wait
+for each other); use one Session per thread.)")
+      .def(
+          "forward",
+          [](PySession& s, const py::object& tokens, const py::object& targets, bool logprob) {
+            return s.forward(tokens, targets, logprob, true);
+          },
+          py::arg("tokens"), py::arg("targets") = py::none(), py::arg("logprob") = true,
+          R"(forward(tokens, targets=None, logprob=True) -> Output
+
+Runs one segment and advances the memory.
+
+tokens: int64 token ids [qlen, batch] (time-major, as the reference; a 1-D
+array [qlen] is batch 1), each in [0, n_token). Any integer array or a list
+is accepted; an int64 C-contiguous array is read in place, others are
+converted once. targets: the same shape, the next token of each position.
+
+Returns an Output with new float32 arrays (copies: the session's buffers
+are reused by the next segment):
+  hidden   [qlen, batch, d_model]
+  logprob  [qlen, batch, n_token]   (None with logprob=False)
+  nll      [qlen, batch]            (None without targets; natural log)
+For 1-D tokens the batch axis is left out. The GIL is released while it runs.)")
+      .def(
+          "nll",
+          [](PySession& s, const py::object& tokens, const py::object& targets) {
+            return s.forward(tokens, targets, false, false).nll;
+          },
+          py::arg("tokens"), py::arg("targets"),
+          R"(nll(tokens, targets) -> numpy.ndarray
+
+Runs one segment (advancing the memory) and returns only the negative
+log-likelihood of `targets`, float32 [qlen, batch] (or [qlen] for 1-D
+tokens), without computing the full log-probabilities.)")
+      .def(
+          "reset",
+          [](PySession& s) {
+            std::lock_guard<std::mutex> lock(s.mutex);
+            s.session->reset();
+          },
+          "Forgets the memory: the next segment starts fresh streams.")
+      .def_property_readonly(
+          "mlen",
+          [](PySession& s) {
+            std::lock_guard<std::mutex> lock(s.mutex);
+            return s.session->mlen();
+          },
+          "Positions of memory held now (0 at the start; at most mem_len).")
+      .def_property_readonly(
+          "batch", [](const PySession& s) { return s.setting.batch; }, "Streams side by side.")
+      .def_property_readonly(
+          "mem_len", [](const PySession& s) { return s.setting.memLen; }, "Positions of memory kept.")
+      .def_property_readonly(
+          "qlen", [](const PySession& s) { return s.setting.qlen; },
+          "The usual segment length of the setting (any other works; each new one is planned on first use).")
+      .def_property_readonly(
+          "setting", [](const PySession& s) { return settingToDict(s.setting); }, "The resolved setting.")
+      .def_property_readonly(
+          "model", [](const PySession& s) { return s.model; }, "The Model this session runs.")
+      .def_property_readonly(
+          "_last_forward_ns", [](const PySession& s) { return s.lastForwardNs; },
+          "Nanoseconds the last forward() spent in the C++ session's forward (bench/python_overhead.py).")
+      .def_property_readonly(
+          "plan_count",
+          [](PySession& s) {
+            std::lock_guard<std::mutex> lock(s.mutex);
+            return s.session->planCount();
+          },
+          "Segment plans built so far (one per distinct segment shape met).")
+      .def("state", &PySession::state, R"(state() -> dict[str, numpy.ndarray]
+
+The memory: {"mem.<slot>": float32 [mlen, batch, width]} (copies). In the
+default kv form slot l holds layer l's projected keys and values; with
+memory='hidden', slot l is layer l's input as the reference keeps it.)")
+      .def("load_state", &PySession::loadState, py::arg("state"), R"(load_state(state)
+
+Restores a memory: a dict as state() returns, or the path of a state file
+(save_state(), `txlc run --state-out`), which must name this model.
+Continuing from it gives bit for bit what the saved session would have.)")
+      .def("save_state", &PySession::saveState, py::arg("path"), R"(save_state(path)
+
+Writes the memory as a state file (safetensors, format txlc-state/1, naming
+the model), which load_state() and `txlc run --state-in` read.)")
+      .def("__repr__", [](PySession& s) {
+        return "<txlc.Session batch=" + std::to_string(s.setting.batch) +
+               " mem_len=" + std::to_string(s.setting.memLen) + " mlen=" + std::to_string(s.session->mlen()) + ">";
+      });
+
+  py::class_<Generation, std::shared_ptr<Generation>>(m, "Generation",
+                                                      "An iterator over generated tokens' text (Model.generate()).")
+      .def("__iter__", [](const std::shared_ptr<Generation>& g) { return g; })
+      .def("__next__", &Generation::next)
+      .def_property_readonly(
+          "token_ids", [](const Generation& g) { return g.ids; }, "The token ids chosen so far.")
+      .def_property_readonly(
+          "text", [](const Generation& g) { return g.vocab->decode(g.ids); }, "The text chosen so far.")
+      .def_property_readonly(
+          "prompt_tokens", [](const Generation& g) { return g.promptTokens; }, "Tokens in the prompt.")
+      .def_property_readonly(
+          "remaining", [](const Generation& g) { return g.remaining; }, "Tokens still to generate.");
+}
+
+}  // namespace txl::python

@@ -1,0 +1,155 @@
+// tests/driver/documents_test.cpp - documents mode (reading, validation, the packing scheduler, resume
+// prefixes) and the single-process side of driver/distributed.h.
+#include <catch2/catch.hpp>
+#include <stdlib.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "driver/compile.h"
+#include "driver/distributed.h"
+#include "driver/documents.h"
+#include "driver/scorer.h"
+#include "frontend/model_spec.h"
+#include "frontend/weights.h"
+#include "ir/check.h"
+
+using namespace txl;
+using namespace txl::driver;
+
+namespace {
+
+frontend::ModelSpec tinySpec() {
+  std::ifstream f(std::string(TXL_TEST_DATA_DIR) + "/conformance/tiny_base/case.json");
+  return frontend::parseModelSpec(nlohmann::json::parse(f).at("config"), "case.json");
+}
+
+std::vector<std::int64_t> sequence(std::int64_t n, std::int64_t nToken, std::int64_t seed) {
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) ids[std::size_t(i)] = (i * 37 + seed * 11 + i * i * seed) % nToken;
+  return ids;
+}
+
+std::shared_ptr<backend::CompiledModel> compiled(const frontend::ModelSpec& spec, std::int64_t batch,
+                                                 const std::string& backend, std::int64_t qlen) {
+  const Model m = modelFrom(spec, frontend::randomWeights(spec, 3));
+  Setting s = defaultSetting(m);
+  s.batch = batch;
+  s.qlen = qlen;
+  s.backend = backend;
+  return compile(m, s);
+}
+
+std::map<std::size_t, DocumentScore> scoreAll(const std::shared_ptr<backend::CompiledModel>& model,
+                                              const std::vector<std::vector<std::int64_t>>& docs, std::int64_t qlen) {
+  std::vector<std::span<const std::int64_t>> spans(docs.begin(), docs.end());
+  backend::Session session(model);
+  std::map<std::size_t, DocumentScore> out;
+  scoreDocuments(session, spans, {qlen, {}}, [&](std::size_t i, const DocumentScore& s) {
+    REQUIRE(out.count(i) == 0);
+    out[i] = s;
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("documents: lines or JSON Lines, ids, and the problems of a line", "[documents]") {
+  auto lines = parseDocuments("first\n\n{\"text\": \"x\"}\nlast", "corpus.txt", DocumentFormat::Auto);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].id == 1);
+  CHECK(lines[2].text == "{\"text\": \"x\"}");  // the first line is not JSON: every line is a document
+  CHECK(lines[3].text == "last");
+  CHECK(parseDocuments("a\nb\n", "c.txt", DocumentFormat::Lines).size() == 2);  // a trailing break ends the last
+
+  auto jl = parseDocuments("{\"id\": \"d1\", \"text\": \"ab\"}\n{\"text\": \"cd\"}\n[1]\n{\"id\": 7}\nnope\n",
+                           "corpus.txt", DocumentFormat::Auto);
+  REQUIRE(jl.size() == 5);
+  CHECK(jl[0].id == "d1");
+  CHECK(jl[0].text == "ab");
+  CHECK(jl[1].id == 2);  // no id: the line number
+  CHECK(jl[2].error.find("expected a JSON object") != std::string::npos);
+  CHECK(jl[3].id == 7);
+  CHECK(jl[3].error.find("expected a \"text\" string, got none") != std::string::npos);
+  CHECK(jl[4].error.find("text that is not JSON") != std::string::npos);
+  CHECK(parseDocuments("plain\n", "c.jsonl", DocumentFormat::Auto)[0].error != "");  // .jsonl: JSON Lines
+  CHECK_THROWS_AS(documentFormat("xml"), Error);
+}
+
+TEST_CASE("documents: what cannot be scored is an error, with the reason", "[documents]") {
+  const auto vocab = frontend::Vocabulary::fromSymbols(frontend::VocabKind::Char, {"a", "b", "c", " "}, "v.json");
+  const auto err = [&](const std::string& text, std::int64_t limit = 100) {
+    Document d;
+    d.text = text;
+    return encodeDocument(d, vocab, {limit}).error;
+  };
+  CHECK(err("") == "empty document");
+  CHECK(err("a") == "1 token, expected at least 2 to predict anything");
+  CHECK(err(std::string("ab\0c", 4)).find("binary: a NUL byte at byte 2") == 0);
+  CHECK(err("ab\xC3").find("not UTF-8 text: byte 0xC3 at byte 2") == 0);
+  CHECK(err("ab\xC0\x80").find("not UTF-8") == 0);  // overlong
+  CHECK(err("abd").find("line 1 column 3: character 'd'") == 0);
+  CHECK(err("abcabc", 5) == "6 tokens, over the limit of 5");
+  CHECK(err("ab c") == "");
+}
+
+TEST_CASE("documents: a document's bits do not depend on its stream, its neighbours or the batch", "[documents]") {
+  const auto spec = tinySpec();
+  REQUIRE(spec.mem_len > 0);
+  std::vector<std::vector<std::int64_t>> docs;
+  for (std::int64_t k = 0; k < 11; ++k) docs.push_back(sequence(2 + (k * 7) % 23, spec.n_token, k));
+  for (const std::string backend : {"reference", "onednn"}) {
+    INFO(backend);
+    const std::int64_t qlen = 5;
+    const auto one = scoreAll(compiled(spec, 1, backend, qlen), docs, qlen);
+    const auto packed = scoreAll(compiled(spec, 3, backend, qlen), docs, qlen);
+    // The same documents in another order: other neighbours, other streams.
+    std::vector<std::vector<std::int64_t>> reversed(docs.rbegin(), docs.rend());
+    const auto other = scoreAll(compiled(spec, 3, backend, qlen), reversed, qlen);
+    REQUIRE(one.size() == docs.size());
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      INFO("document " << i);
+      CHECK(one.at(i).tokens == std::int64_t(docs[i].size()) - 1);
+      CHECK(other.at(docs.size() - 1 - i).nllSum == packed.at(i).nllSum);  // bit for bit
+      CHECK(one.at(i).nllSum == packed.at(i).nllSum);
+      // As if it were its own file: scoreTokens on the document alone (its own plans), to rounding.
+      backend::Session alone(compiled(spec, 1, backend, qlen));
+      const ScoreResult r = scoreTokens(alone, docs[i], {qlen, false, {}});
+      CHECK(r.nllSum == Approx(one.at(i).nllSum).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("documents: the prefix an earlier output holds", "[documents]") {
+  auto docs = parseDocuments("a\nb\nc\n", "c.txt", DocumentFormat::Lines);
+  std::string out = documentLine(1, {3, 1.5}, 0) + "\n" + documentErrorLine(2, "empty document") + "\n{\"id\":3,\"tok";
+  std::size_t bytes = 0;
+  CHECK(completedPrefix(out, docs, "o.jsonl", &bytes) == 2);  // the torn third line is not counted
+  CHECK(out.substr(0, bytes).back() == '\n');
+  CHECK(completedPrefix("", docs, "o.jsonl") == 0);
+  CHECK_THROWS_WITH(completedPrefix(documentLine(9, {3, 1.5}, 0) + "\n", docs, "o.jsonl"),
+                    Catch::Contains("o.jsonl: line 1 is document 9, expected document 1"));
+  const nlohmann::json j = nlohmann::json::parse(documentLine("x", {4, 0.1 + 0.2}, 2));
+  CHECK(j["nll_sum"].get<double>() == 0.1 + 0.2);  // 17 digits: the bits survive the text
+  CHECK(j["tokens"] == 4);
+  CHECK(j["unk_tokens"] == 2);
+  CHECK(j["bits_per_token"].get<double>() == Approx((0.1 + 0.2) / 4 / std::log(2.0)));
+}
+
+TEST_CASE("distributed: a launcher is seen in the environment; alone, one process", "[distributed]") {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) ::unsetenv(name);
+  CHECK(launcherSize() == 0);
+  const auto alone = joinProcesses();
+  CHECK(alone->rank() == 0);
+  CHECK(alone->size() == 1);
+  CHECK(alone->firstFailure(0).rank == -1);
+  CHECK(alone->firstFailure(3).code == 3);
+  ::setenv("PMI_SIZE", "4", 1);
+  CHECK(launcherSize() == 4);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  CHECK(launcherSize() == 3);  // Open MPI's first
+  if (!builtWithMpi()) CHECK_THROWS_WITH(joinProcesses(), Catch::Contains("this txlc was built without MPI"));
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::unsetenv("PMI_SIZE");
+}

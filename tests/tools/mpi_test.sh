@@ -1,0 +1,131 @@
+#!/bin/sh
+# tests/tools/mpi_test.sh TXLC MODELS_DIR MPIRUN CASE - split runs under mpirun against one process.
+#
+#   documents  --documents on a corpus made from the bundled validation texts
+#              (both models, error lines included): batch 1 and batch 4 in one
+#              process, then mpirun -np 2 and -np 3: byte-identical lines and totals
+#   streams    one long text with --batch 6: -np 2 and -np 3 give the single
+#              process's tokens and nll_sum bit for bit (--json)
+#   kill       rank 1 SIGKILLed midway: the job fails within seconds, names the
+#              rank, leaves no output file; --resume then equals an uninterrupted run
+#   hang       rank 1 stopped (SIGSTOP): rank 0 gives up after --rank-timeout with
+#              one line naming rank 1, exit 5, no output file
+set -u
+TXLC=$1
+M=$2
+MPIRUN=$3
+CASE=$4
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+# Root in containers; oversubscribed 2-core machines; no ptrace-based single copy.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMP_WAIT_POLICY=passive
+mpi() { n=$1; shift; "$MPIRUN" --oversubscribe --bind-to none -np "$n" "$TXLC" "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+same() { cmp -s "$1" "$2" || { echo "FAIL: $1 and $2 differ:"; diff "$1" "$2" | head -5; exit 1; }; }
+# The summary without its timings and its process counts.
+totals() { grep -v -e '"seconds"' -e '_per_second"' -e '"ranks"' "$1"; }
+
+# A corpus: short lines of a validation text, with bad documents among them.
+corpus() {  # corpus MODEL LINES OUT
+  sed -n "1,$2p" "$M/$1/valid.txt" | cut -c1-150 > "$3.tmp"
+  { sed -n '1,20p' "$3.tmp"; echo; printf 'x\n'; sed -n '21,$p' "$3.tmp"; } > "$3"
+  rm -f "$3.tmp"
+}
+
+case "$CASE" in
+documents)
+  corpus kjv-char 240 "$T/char.txt"
+  printf 'caf\303\251 au lait\n' >> "$T/char.txt"  # a character outside the vocabulary: an error line
+  # JSON Lines with ids for the word model.
+  sed -n '1,200p' "$M/kjv-words/valid.txt" |
+    awk '{gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); printf "{\"id\": \"w%d\", \"text\": \"%s\"}\n", NR, $0}' > "$T/words.jsonl"
+  printf '{"id": "bad", "txt": "no text"}\nnot json\n{"id": "empty", "text": ""}\n' >> "$T/words.jsonl"
+  for model in kjv-char kjv-words; do
+    in=$T/char.txt
+    [ "$model" = kjv-words ] && in=$T/words.jsonl
+    "$TXLC" score "$M/$model" --documents "$in" --batch 4 --qlen 32 -o "$T/one.jsonl" --summary "$T/one.json" ||
+      fail "$model: one process"
+    [ "$(wc -l < "$T/one.jsonl")" -eq "$(wc -l < "$in")" ] || fail "$model: not one line per document"
+    [ "$(grep -c '"error"' "$T/one.jsonl")" -eq 3 ] || fail "$model: expected 3 error lines: $(grep error "$T/one.jsonl")"
+    [ -e "$T/one.jsonl.partial" ] && fail "$model: FILE.partial left behind"
+    for n in 2 3; do
+      mpi "$n" score "$M/$model" --documents "$in" --batch 4 --qlen 32 -o "$T/np$n.jsonl" --summary "$T/np$n.json" ||
+        fail "$model: mpirun -np $n"
+      same "$T/one.jsonl" "$T/np$n.jsonl"
+      totals "$T/one.json" > "$T/a"
+      totals "$T/np$n.json" > "$T/b"
+      same "$T/a" "$T/b"
+      grep -q "\"ranks\": $n" "$T/np$n.json" || fail "$model: the summary does not say $n ranks"
+    done
+    # The batch it ran in does not change a document's bits.
+    "$TXLC" score "$M/$model" --documents "$in" --batch 1 --qlen 32 -o "$T/b1.jsonl" --summary "$T/b1.json" ||
+      fail "$model: batch 1"
+    same "$T/one.jsonl" "$T/b1.jsonl"
+  done
+  ;;
+streams)
+  head -c 30000 "$M/kjv-char/valid.txt" > "$T/text.txt"
+  for model in kjv-char kjv-words; do
+    in=$T/text.txt
+    [ "$model" = kjv-words ] && { head -n 300 "$M/kjv-words/valid.txt" > "$T/words.txt"; in=$T/words.txt; }
+    "$TXLC" score "$M/$model" "$in" --batch 6 --json > "$T/one.json" 2>/dev/null || fail "$model: one process"
+    grep -e '"tokens"' -e '"nll_sum"' -e '"segments"' "$T/one.json" > "$T/a"
+    for n in 2 3; do
+      mpi "$n" score "$M/$model" "$in" --batch 6 --json > "$T/np$n.json" 2>/dev/null || fail "$model: mpirun -np $n"
+      grep -e '"tokens"' -e '"nll_sum"' -e '"segments"' "$T/np$n.json" > "$T/b"
+      same "$T/a" "$T/b"
+    done
+  done
+  ;;
+kill | hang)
+  cut -c1-60 "$M/kjv-char/valid.txt" > "$T/big.txt"
+  "$TXLC" score "$M/kjv-char" --documents "$T/big.txt" --batch 4 --qlen 32 -o "$T/whole.jsonl" --summary "$T/s.json" ||
+    fail "the uninterrupted run"
+  timeout=""
+  [ "$CASE" = hang ] && timeout="--rank-timeout 2"
+  "$MPIRUN" --oversubscribe --bind-to none -np 2 "$TXLC" score "$M/kjv-char" --documents "$T/big.txt" --batch 4 \
+    --qlen 32 -o "$T/out.jsonl" --summary "$T/s2.json" $timeout 2> "$T/err" &
+  job=$!  # mpirun: the ranks on this machine are its children
+  # Rank 1: the child of mpirun whose environment says so; act once rank 0 wrote some lines.
+  victim=""
+  for i in $(seq 1 600); do
+    if [ -z "$victim" ]; then
+      for p in $(pgrep -P "$job" 2>/dev/null); do
+        tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
+      done
+    fi
+    [ -n "$victim" ] && [ -s "$T/out.jsonl.partial" ] && [ "$(wc -l < "$T/out.jsonl.partial")" -gt 20 ] && break
+    sleep 0.05
+  done
+  [ -n "$victim" ] || { kill "$job" 2>/dev/null; fail "rank 1 not found"; }
+  start=$(date +%s)
+  if [ "$CASE" = kill ]; then kill -KILL "$victim"; else kill -STOP "$victim"; fi
+  wait "$job"
+  code=$?
+  took=$(( $(date +%s) - start ))
+  kill -KILL "$victim" 2>/dev/null
+  [ "$code" -ne 0 ] || fail "the job exited 0 after rank 1 was stopped or killed"
+  [ "$took" -le 15 ] || fail "the job took $took s to fail"
+  grep -q 'rank 1' "$T/err" || fail "no line names rank 1: $(cat "$T/err")"
+  [ "$CASE" = hang ] && { grep -q 'txlc: error: rank 1 of 2: sent nothing for 2 s' "$T/err" || fail "hang: $(cat "$T/err")"; }
+  [ "$CASE" = hang ] && [ "$code" -ne 5 ] && fail "hang: exit $code, expected 5"
+  [ -e "$T/out.jsonl" ] && fail "a partial output file"
+  [ -s "$T/out.jsonl.partial" ] || fail "no FILE.partial to resume from"
+  echo "the failed job, exit $code after $took s, said:"
+  cat "$T/err"
+  kept=$(wc -l < "$T/out.jsonl.partial")
+  mpi 2 score "$M/kjv-char" --documents "$T/big.txt" --batch 4 --qlen 32 -o "$T/out.jsonl" --summary "$T/s3.json" \
+    --resume || fail "--resume"
+  same "$T/whole.jsonl" "$T/out.jsonl"
+  grep -q "\"resumed\": $kept" "$T/s3.json" || fail "expected $kept resumed documents: $(cat "$T/s3.json")"
+  totals "$T/s.json" | grep -v -e '"scored"' -e '"resumed"' > "$T/a"
+  totals "$T/s3.json" | grep -v -e '"scored"' -e '"resumed"' > "$T/b"
+  same "$T/a" "$T/b"
+  ;;
+*)
+  fail "unknown case $CASE"
+  ;;
+esac
+echo "ok: $CASE"
