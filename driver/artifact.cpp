@@ -1,6 +1,7 @@
 // driver/artifact.cpp - writing and reading compiled artifacts.
 #include "driver/artifact.h"
 #include "frontend/atomic_file.h"
+#include "frontend/input_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,7 +15,11 @@
 
 #include "ir/check.h"
 #include "ir/types.h"
+#include "driver/compile.h"
 #include "driver/content_hash.h"
+#include "frontend/weights.h"
+#include "passes/pipeline.h"
+#include "passes/registry.h"
 
 namespace txl::driver {
 
@@ -216,13 +221,12 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
                 "] and [" + std::to_string(dOff) + ", +" + std::to_string(dLen) + "] do not fit " +
                 std::to_string(total) + " bytes");
 
-  nlohmann::json m;
-  try {
-    m = nlohmann::json::parse(reinterpret_cast<const char*>(data + mOff),
-                              reinterpret_cast<const char*>(data + mOff + mLen));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(name + ": manifest is not valid JSON: " + e.what());
-  }
+  if (mLen > kMaxManifestBytes)
+    throw Error(name + ": manifest of " + std::to_string(mLen) + " bytes; expected at most " +
+                std::to_string(kMaxManifestBytes));
+  // The strict parser: depth-limited, linear, duplicate keys refused.
+  const nlohmann::json m = frontend::parseJsonText(
+      std::string_view(reinterpret_cast<const char*>(data + mOff), std::size_t(mLen)), name + ": manifest");
   Reader r{name, m};
   Artifact a;
   if (r.string(m, "", "format") != "txlc-artifact") r.fail("/format", "expected \"txlc-artifact\"");
@@ -242,8 +246,7 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
   if (s.is_object() && s.contains("initial_memory"))
     a.setting.initialMemory = frontend::parseInitialMemory(r.string(s, "/setting", "initial_memory"),
                                                            name + ": manifest /setting/initial_memory");
-  if (a.setting.batch < 1 || a.setting.qlen < 1 || a.setting.memLen < 0)
-    r.fail("/setting", "expected batch >= 1, qlen >= 1, mem_len >= 0, got " + s.dump());
+  if (auto p = settingSizeProblem(a.spec, a.setting, /*quoteValues=*/false)) r.fail("/setting/" + p->field, p->message);
   if (memory != "hidden" && memory != "kv")
     r.fail("/setting/memory", "expected \"kv\" or \"hidden\", got \"" + memory + "\"");
   const auto& passes = r.at(m, "", "passes");
@@ -253,6 +256,11 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     if (!p.is_string()) r.fail("/passes", "expected an array of pass names");
     a.setting.pipeline.passes->push_back(p.get<std::string>());
   }
+  for (std::size_t i = 0; i < a.setting.pipeline.passes->size(); ++i) try {
+      passes::createPass((*a.setting.pipeline.passes)[i]);
+    } catch (const Error& e) {
+      r.fail("/passes/" + std::to_string(i), e.what());
+    }
   if (const auto& v = r.at(m, "", "vocabulary"); !v.is_null()) a.vocabulary = v;
 
   const auto& graphs = r.at(m, "", "graphs");
@@ -325,6 +333,19 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
       r.fail("/weights", "\"" + wname + "\" aliases \"" + target + "\", which is not a stored tensor of its type");
     a.weights[wname] = it->second;
   }
+  // Exactly the tensors the stored spec has, f32, of its shapes.
+  std::set<std::string> expected;
+  for (const frontend::WeightSlot& slot : frontend::weightSlots(a.spec)) {
+    expected.insert(slot.name);
+    auto it = a.weights.find(slot.name);
+    if (it == a.weights.end()) r.fail("/weights", "weight " + quote(slot.name) + " of the stored spec is missing");
+    const ir::TensorType want{ir::DType::F32, slot.shape};
+    if (it->second.type() != want)
+      r.fail("/weights",
+             "weight " + quote(slot.name) + " is " + it->second.type().str() + ", the stored spec needs " + want.str());
+  }
+  for (const auto& [wname, t] : a.weights)
+    if (!expected.contains(wname)) r.fail("/weights", "weight " + quote(wname) + " is not a tensor of the stored spec");
   if (modelId(a.spec, a.weights) != a.modelId)
     r.fail("/model_id", "does not match the spec and weights stored (" + modelId(a.spec, a.weights) + ")");
   return a;
@@ -332,14 +353,8 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
 
 LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::optional<std::uint64_t> length) {
   auto start = std::chrono::steady_clock::now();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(path + ": not a regular file");
-  }
-  const std::uint64_t fileSize = std::uint64_t(st.st_size);
+  std::uint64_t fileSize = 0;
+  int fd = frontend::openRegularFile(path, "a txlc artifact", &fileSize);
   if (offset > fileSize || (length && *length > fileSize - offset)) {
     ::close(fd);
     throw Error(path + ": truncated: the embedded artifact needs bytes up to " +
@@ -353,7 +368,11 @@ LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::
   void* map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);  // read-only: weights are file-backed views
   ::close(fd);
   if (map == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(errno));
-  std::shared_ptr<const void> owner(map, [fileSize](const void* p) { ::munmap(const_cast<void*>(p), fileSize); });
+  const int slot = frontend::registerMapping(map, fileSize, path);
+  std::shared_ptr<const void> owner(map, [fileSize, slot](const void* p) {
+    frontend::releaseMapping(slot);
+    ::munmap(const_cast<void*>(p), fileSize);
+  });
   LoadedArtifact out;
   out.artifact = parseArtifact(owner, static_cast<const std::byte*>(map) + offset, size, path, /*fileBacked=*/true);
   out.path = path;
@@ -363,10 +382,11 @@ LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::
 }
 
 bool looksLikeArtifact(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);  // a FIFO must not block here
   if (fd < 0) return false;
   char magic[8] = {};
-  ssize_t n = ::read(fd, magic, 8);
+  struct stat st {};
+  ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::read(fd, magic, 8) : 0;
   ::close(fd);
   return n == 8 && std::memcmp(magic, kArtifactMagic, 8) == 0;
 }

@@ -15,6 +15,7 @@
 #include "driver/build_info.h"
 #include "driver/content_hash.h"
 #include "frontend/atomic_file.h"
+#include "frontend/input_file.h"
 #include "ir/check.h"
 
 namespace txl::driver {
@@ -126,10 +127,16 @@ ProbeResult machineProbe(const std::string& self, int threads, std::int64_t prob
   if (mode == ProbeMode::Skip) return {};
   const std::string path = probeCachePath(threads, probeMiB);
   if (mode == ProbeMode::Cached && !path.empty()) {
-    std::ifstream in(path);
-    if (in) {
+    // Read as any input (a regular file, bounded): a cache entry that is not one is ignored and re-measured.
+    std::string text;
+    try {
+      text = frontend::readInputFile(path, std::uint64_t(1) << 20, "a probe cache file");
+    } catch (const Error&) {
+    }
+    frontend::forgetInputFile(path);  // the cache's own file: replaced when re-measured
+    if (!text.empty()) {
       try {
-        const nlohmann::json j = nlohmann::json::parse(in);
+        const nlohmann::json j = nlohmann::json::parse(text);
         if (j.at("key") == cacheKey(threads, probeMiB)) {
           ProbeResult p = probeFromJson(j.at("probe"));
           if (p.ok) {

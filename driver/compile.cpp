@@ -2,9 +2,14 @@
 #include "driver/compile.h"
 
 #include <omp.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <condition_variable>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -66,11 +71,63 @@ Setting defaultSetting(const Model& m) {
   return s;
 }
 
+int maxThreads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (cores <= 0) cores = int(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  return kMaxThreadsPerCore * cores;
+}
+
+std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s,
+                                                 bool quoteValues) {
+  auto range = [quoteValues](const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi,
+                             const char* what) -> std::optional<SettingProblem> {
+    const std::string got = quoteValues ? "'" + std::to_string(v) + "'" : std::to_string(v);
+    if (v < lo) return SettingProblem{field, std::string("expected ") + what + ", got " + got};
+    if (v > hi)
+      return SettingProblem{field, std::string("expected ") + what + " at most " + std::to_string(hi) + ", got " + got};
+    return std::nullopt;
+  };
+  if (auto p = range("batch", s.batch, 1, kMaxBatch, "a positive integer")) return p;
+  if (auto p = range("qlen", s.qlen, 1, kMaxLength, "a positive integer")) return p;
+  if (auto p = range("mem_len", s.memLen, 0, kMaxLength, "a non-negative integer")) return p;
+  if (auto p = range("clamp_len", s.clampLen, -1, kMaxLength, "-1 or a non-negative integer")) return p;
+  if (auto p = range("threads", s.threads, 0, maxThreads(), "a positive integer")) {
+    if (s.threads > 0) p->message += " (" + std::to_string(kMaxThreadsPerCore) + " per core this process may use)";
+    return p;
+  }
+  // Every size is now at most 2^31 and 2^20 (spec and setting): the products
+  // below fit in 128 bits, and are compared with the tensor bound.
+  using Wide = unsigned __int128;
+  const Wide b = Wide(s.batch), q = Wide(s.qlen), k = Wide(s.qlen + s.memLen);
+  struct Term {
+    const char* what;
+    Wide elements;
+  };
+  const Term terms[] = {
+      {"the attention scores (batch × n_head × qlen × (qlen + mem_len))", b * Wide(spec.n_head) * q * k},
+      {"the log-probabilities (qlen × batch × n_token)", q * b * Wide(spec.n_token)},
+      {"the feed-forward activations (qlen × batch × d_inner)", q * b * Wide(spec.d_inner)},
+      {"the memory ((n_layer + 1) × mem_len × batch × d_model)",
+       Wide(spec.n_layer + 1) * Wide(s.memLen) * b * Wide(std::max(spec.d_model, 2 * spec.n_head * spec.d_head))},
+  };
+  for (const Term& t : terms)
+    if (t.elements > Wide(kMaxTensorElements))
+      return SettingProblem{s.memLen > 0 && std::string(t.what).find("memory") == 0 ? "mem_len" : "batch",
+                            std::string(t.what) + " would hold more than 2^48 elements; batch " +
+                                std::to_string(s.batch) + ", qlen " + std::to_string(s.qlen) + ", mem_len " +
+                                std::to_string(s.memLen) + " are too large for this model"};
+  return std::nullopt;
+}
+
 void checkSetting(const frontend::ModelSpec& spec, const Setting& s) {
   // Worded as the command line's validators word them (tools/cli_checks.h), for callers that bypass them.
-  if (s.batch < 1) throw Error("--batch: expected a positive integer, got '" + std::to_string(s.batch) + "'");
-  if (s.qlen < 1) throw Error("--qlen: expected a positive integer, got '" + std::to_string(s.qlen) + "'");
-  if (s.memLen < 0) throw Error("--mem-len: expected a non-negative integer, got '" + std::to_string(s.memLen) + "'");
+  if (auto p = settingSizeProblem(spec, s, /*quoteValues=*/true)) {
+    std::string flag = "--" + p->field;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    throw Error(flag + ": " + p->message);
+  }
   if (s.sameLength && s.memLen == 0 && spec.semantics == frontend::Semantics::Authors)
     throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
   isOnednn(s.backend);
@@ -121,7 +178,51 @@ void noteReplanning(const Model& m, const Setting& s) {
 }
 
 void applyThreads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
+  if (threads <= 0) return;
+  if (threads > maxThreads())
+    throw Error("--threads: expected a positive integer at most " + std::to_string(maxThreads()) + " (" +
+                std::to_string(kMaxThreadsPerCore) + " per core this process may use), got " + std::to_string(threads));
+  // libgomp ends the process when it cannot create its threads; create them
+  // here first, all at once, so that a thread limit is one error line.
+  static std::mutex mutex;
+  static int started = 1;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (threads > started) {
+    struct Gate {
+      std::mutex m;
+      std::condition_variable cv;
+      bool open = false;
+    } gate;
+    std::vector<pthread_t> ids;
+    int err = 0;
+    for (int i = 1; i < threads && err == 0; ++i) {
+      pthread_t id;
+      err = ::pthread_create(
+          &id, nullptr,
+          [](void* p) -> void* {
+            auto* g = static_cast<Gate*>(p);
+            std::unique_lock<std::mutex> l(g->m);
+            g->cv.wait(l, [g] { return g->open; });
+            return nullptr;
+          },
+          &gate);
+      if (err == 0) ids.push_back(id);
+    }
+    {
+      std::lock_guard<std::mutex> l(gate.m);
+      gate.open = true;
+    }
+    gate.cv.notify_all();
+    for (pthread_t id : ids) ::pthread_join(id, nullptr);
+    if (err != 0)
+      throw Error("--threads: cannot create " + std::to_string(threads) + " threads (" +
+                  std::to_string(ids.size() + 1) + " were possible): " + std::strerror(err));
+    omp_set_num_threads(threads);
+#pragma omp parallel
+    {}
+    started = threads;
+  }
+  omp_set_num_threads(threads);
 }
 
 // --- what the setting gives the frontend and the backend -----------------------
@@ -245,6 +346,57 @@ backend::InitialRowFactory initialRows(const frontend::ModelSpec& spec, const Se
 
 }  // namespace
 
+std::vector<ArtifactBucket> artifactBuckets(const frontend::ModelSpec& spec, const Setting& setting) {
+  // The main scoring shape first (qlen, mem_len), then what a stream meets
+  // before its memory is full (the padded warm-up graph, or one graph per
+  // warm-up mlen for a model that cannot pad), then generation's one-token
+  // step, at full memory and padded.
+  const std::int64_t Q = setting.qlen, M = setting.memLen;
+  const bool pad = spec.attn_type == 0 && M > 0;
+  std::vector<ArtifactBucket> buckets = {{{Q, M, {false, true}, false}, "score"}};
+  if (pad) buckets.push_back({{Q, M, {false, true}, true}, "score-warmup"});
+  else
+    for (std::int64_t mlen = 0; mlen < M; mlen = std::min(M, mlen + Q))
+      buckets.push_back({{Q, mlen, {false, true}, false}, "score-warmup"});
+  buckets.push_back({{1, M, {true, false}, false}, "step"});
+  if (pad) buckets.push_back({{1, M, {true, false}, true}, "step-warmup"});
+  return buckets;
+}
+
+void verifyStoredGraphs(const Artifact& artifact, const std::string& path) {
+  Setting stored = artifact.setting;
+  stored.backend = kArtifactTarget;
+  stored.pipeline.manager = {};
+  stored.pipeline.disabled.clear();
+  // The stored shapes must be exactly those compile stores for the setting.
+  if (!stored.pipeline.passes) stored.pipeline.passes.emplace();
+  const std::int64_t Q = stored.qlen, M = stored.memLen;
+  const bool pad = artifact.spec.attn_type == 0 && M > 0;
+  const std::size_t expected = pad ? 4 : 1 + std::size_t((M + Q - 1) / Q) + 1;
+  if (artifact.graphs.size() != expected)
+    throw Error(path + ": manifest /graphs: " + std::to_string(artifact.graphs.size()) +
+                " graphs, the stored setting (qlen " + std::to_string(Q) + ", mem_len " + std::to_string(M) + ") has " +
+                std::to_string(expected));
+  const std::vector<ArtifactBucket> buckets = artifactBuckets(artifact.spec, stored);
+  for (std::size_t i = 0; i < artifact.graphs.size(); ++i) {
+    const StoredGraph& g = artifact.graphs[i];
+    const ArtifactBucket& b = buckets[i];
+    const std::string where = path + ": manifest /graphs/" + std::to_string(i) + " (" + quote(g.role) + ", qlen " +
+                              std::to_string(g.qlen) + ", mlen " + std::to_string(g.mlen) + ")";
+    if (g.qlen != b.key.qlen || g.mlen != b.key.mlen || g.padded != b.key.padded ||
+        g.logprob != b.key.outputs.logprob || g.nll != b.key.outputs.nll || g.role != b.role)
+      throw Error(where + ": expected the \"" + b.role + "\" graph of qlen " + std::to_string(b.key.qlen) + ", mlen " +
+                  std::to_string(b.key.mlen) + (b.key.padded ? ", padded" : "") + " for the stored setting");
+    const std::string rebuilt =
+        ir::toJson(buildOptimizedGraph(artifact.spec, stored, {g.qlen, g.mlen, {g.logprob, g.nll}, g.padded})).dump();
+    if (rebuilt != g.graph.dump())
+      throw Error(where + ": not the graph this txlc (" + std::string(kTxlcVersion) +
+                  ") builds from the stored spec, setting and passes; the artifact was altered, or compiled by "
+                  "another txlc (" +
+                  oneLine(artifact.txlcVersion.substr(0, 40)) + "); recompile it");
+  }
+}
+
 std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& setting) {
   checkSetting(m.spec, setting);
   checkMemoryFits(m.spec, setting, m.path);  // before anything is planned
@@ -266,35 +418,13 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
   }
 
   const bool sameSetting = !replans(m, s);
-  // Rebuilding is trusted once this txlc rebuilds the artifact's main graph
-  // exactly as it was stored.
-  struct Verified {
-    std::once_flag once;
-  };
-  auto verified = std::make_shared<Verified>();
   std::shared_ptr<const Artifact> artifact = m.artifact;
   const std::string path = m.path;
-  auto verify = [=] {
-    std::call_once(verified->once, [&] {
-      if (artifact->graphs.empty()) return;
-      const StoredGraph& main = artifact->graphs.front();
-      Setting stored = s;
-      stored.batch = artifact->setting.batch, stored.memLen = artifact->setting.memLen;
-      stored.clampLen = artifact->setting.clampLen, stored.sameLength = artifact->setting.sameLength;
-      stored.backend = kArtifactTarget;
-      stored.pipeline.manager = {};
-      const std::string rebuilt =
-          ir::toJson(buildOptimizedGraph(spec, stored, {main.qlen, main.mlen, {main.logprob, main.nll}, main.padded}))
-              .dump();
-      if (contentHash(rebuilt.data(), rebuilt.size()) != main.hash)
-        throw Error(path + ": this txlc (" + std::string(kTxlcVersion) +
-                    ") rebuilds the artifact's main graph differently from txlc " + artifact->txlcVersion +
-                    " that compiled it; recompile the artifact");
-    });
-  };
-  // Another setting rebuilds every graph: check now, before the run starts
-  // (and before noteReplanning() announces it), not at its first segment.
-  if (!sameSetting) verify();
+  // A stored graph is never taken on trust (a checksum is for accidents, not
+  // for attackers): before anything is planned, each one is rebuilt from the
+  // stored spec, setting and passes, and must be the same graph, byte for
+  // byte. Only then is it used, and a rebuilt shape is trusted too.
+  verifyStoredGraphs(*artifact, path);
   auto factory = [=](const backend::SegmentKey& key, ir::ConstantEvaluator* constants) {
     if (sameSetting)
       for (const StoredGraph& g : artifact->graphs)
@@ -306,7 +436,6 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
           passes::foldConstants(stored, constants);
           return stored;
         }
-    verify();
     ir::PassContext ctx;
     ctx.constants = constants;
     return buildOptimizedGraph(spec, s, key, &ctx);
@@ -329,26 +458,9 @@ Artifact buildArtifact(const Model& m, const Setting& setting) {
   a.cpuIsa = cpuName();
   a.weights = m.weights;
 
-  // The shape buckets (docs/ARTIFACT.md): the main scoring shape first
-  // (qlen, mem_len), then what a stream meets before its memory is full (the
-  // padded warm-up graph, or one graph per warm-up mlen for a model that
-  // cannot pad), then generation's one-token step, at full memory and padded.
-  struct Bucket {
-    backend::SegmentKey key;
-    const char* role;
-  };
-  const std::int64_t Q = setting.qlen, M = setting.memLen;
-  const bool pad = m.spec.attn_type == 0 && M > 0;
-  std::vector<Bucket> buckets = {{{Q, M, {false, true}, false}, "score"}};
-  if (pad) buckets.push_back({{Q, M, {false, true}, true}, "score-warmup"});
-  else
-    for (std::int64_t mlen = 0; mlen < M; mlen = std::min(M, mlen + Q))
-      buckets.push_back({{Q, mlen, {false, true}, false}, "score-warmup"});
-  buckets.push_back({{1, M, {true, false}, false}, "step"});
-  if (pad) buckets.push_back({{1, M, {true, false}, true}, "step-warmup"});
   Setting build = setting;  // the run's pipeline diagnostics (--print-after-all ...), the artifact's target
   build.backend = kArtifactTarget;
-  for (const Bucket& b : buckets) {
+  for (const ArtifactBucket& b : artifactBuckets(m.spec, setting)) {
     const ir::Graph g = buildOptimizedGraph(m.spec, build, b.key);
     StoredGraph sg{b.key.qlen,   b.key.mlen, b.key.outputs.logprob, b.key.outputs.nll,
                    b.key.padded, b.role,     ir::toJson(g),         0};

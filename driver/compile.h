@@ -41,6 +41,26 @@ Setting defaultSetting(const Model& m);
 // with mem_len > 0 (under the authors' semantics), a known backend and known
 // pass names.
 void checkSetting(const frontend::ModelSpec& spec, const Setting& s);
+
+// The bounds checkSetting() applies (docs/ERRORS.md, "Limits"): each size,
+// and the element count of the largest tensor one segment makes (attention
+// scores, log-probabilities, feed-forward, the memory), checked without
+// overflow; the thread count against kMaxThreadsPerCore × the cores.
+inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxLength = std::int64_t{1} << 20;  // qlen, mem_len, clamp_len
+inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 48;
+inline constexpr int kMaxThreadsPerCore = 4;
+int maxThreads();  // kMaxThreadsPerCore × the cores this process may run on
+// The first size of `s` out of bounds for `spec`, as "field: message" (the
+// field a flag's or a manifest's name: "batch", "qlen", "mem_len",
+// "clamp_len", "threads"), or nullopt.
+struct SettingProblem {
+  std::string field, message;
+};
+// `quoteValues` words a value as the command line does ('0'), else as JSON does (0).
+std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s,
+                                                 bool quoteValues);
+
 // The setting of a run of `m` as a user chose it: defaultSetting(m) with
 // every field `c` sets applied, then checkSetting(). For a `run` (not a
 // recompile) of an artifact, a pass selection is refused first
@@ -98,6 +118,20 @@ ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s,
 // (two copies of the attention scores of every head against qlen + mem_len
 // keys, the log-probabilities over the vocabulary, the feed-forward's inner
 // layer). Counted in double: the sizes may overflow any integer type.
+// The graphs an artifact of `spec` under `setting` stores, in order
+// (docs/ARTIFACT.md, "Shape buckets").
+struct ArtifactBucket {
+  backend::SegmentKey key;
+  const char* role;
+};
+std::vector<ArtifactBucket> artifactBuckets(const frontend::ModelSpec& spec, const Setting& setting);
+
+// Rebuilds every graph `artifact` stores from its spec, setting and passes
+// and refuses the artifact (txl::Error naming `path` and the graph) unless
+// each is the same graph byte for byte; compile() calls it before anything
+// is planned.
+void verifyStoredGraphs(const Artifact& artifact, const std::string& path);
+
 struct MemoryEstimate {
   double weights = 0, state = 0, activations = 0;
   double total() const { return weights + state + activations; }

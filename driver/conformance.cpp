@@ -12,6 +12,7 @@
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "frontend/weights.h"
+#include "frontend/input_file.h"
 #include "ir/check.h"
 #include "passes/pipeline.h"
 
@@ -47,11 +48,8 @@ double badness(const TensorComparison& c, const CaseResult& r) {
 
 void run(const std::string& dir, const Setting& base, CaseResult& result) {
   std::string casePath = dir + "/case.json";
-  std::ifstream in(casePath);
-  if (!in) throw Error(casePath + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json c = frontend::parseJsonText(text.str(), casePath);
+  nlohmann::json c =
+      frontend::parseJsonText(frontend::readInputFile(casePath, frontend::kMaxSpecBytes, "a case JSON file"), casePath);
   const std::string format = c.is_object() ? c.value("format", "") : "";
   if (format != "txl-conformance/1" && format != "txl-conformance-hf/1")
     throw Error(casePath + ": /format: expected \"txl-conformance/1\" or \"txl-conformance-hf/1\"");

@@ -81,6 +81,7 @@ std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipelin
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
                 std::to_string(*r.mlen));
   if (spec.attn_type == 2 && !r.mlen) key.mlen = 0;
+  checkSetting(spec, setting);  // every size reaching a shape, before anything is built
   const ir::Graph input = frontend::buildSegmentGraph(spec, segmentShape(setting, key));
   ir::PassContext ctx;
   const ir::Graph optimized = buildOptimizedGraph(spec, setting, key, &ctx);

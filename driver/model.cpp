@@ -27,9 +27,9 @@ void checkVocabularySize(const frontend::Vocabulary& v, const frontend::ModelSpe
 
 const std::optional<EmbeddedArtifact>& embeddedArtifact() { return embeddedSlot(); }
 
-void detectEmbeddedArtifact() {
-  std::optional<StandaloneTrailer> t = readStandaloneTrailer("/proc/self/exe");
-  if (t) embeddedSlot() = EmbeddedArtifact{"/proc/self/exe", t->offset, t->length};
+void detectEmbeddedArtifact(const std::string& argv0) {
+  std::optional<StandaloneTrailer> t = readStandaloneTrailer("/proc/self/exe", argv0);
+  if (t) embeddedSlot() = EmbeddedArtifact{"/proc/self/exe", argv0, t->offset, t->length};
 }
 
 namespace {
@@ -52,10 +52,22 @@ Model openModel(const std::string& path, const OpenOptions& options) {
     if (options.weights) throw Error("--weights: " + path + " is a compiled artifact that holds its weights");
     if (options.randomWeights)
       throw Error("--random-weights: " + path + " is a compiled artifact that holds its weights");
-    LoadedArtifact loaded =
-        embedded ? readArtifact(embeddedArtifact()->exePath, embeddedArtifact()->offset, embeddedArtifact()->length)
-        : exe    ? readArtifact(path, exe->offset, exe->length)
-                 : readArtifact(path);
+    LoadedArtifact loaded;
+    if (embedded) {
+      const EmbeddedArtifact& e = *embeddedArtifact();
+      m.path = e.displayName;  // messages name the executable as invoked, not /proc/self/exe
+      try {
+        loaded = readArtifact(e.exePath, e.offset, e.length);
+      } catch (const Error& err) {
+        std::string message = err.what();
+        if (message.rfind(e.exePath, 0) == 0) message = e.displayName + message.substr(e.exePath.size());
+        throw Error(message);
+      }
+    } else if (exe) {
+      loaded = readArtifact(path, exe->offset, exe->length);
+    } else {
+      loaded = readArtifact(path);
+    }
     auto a = std::make_shared<Artifact>(std::move(loaded.artifact));
     m.spec = a->spec;
     m.weights = a->weights;

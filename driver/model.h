@@ -53,13 +53,17 @@ Model modelFrom(frontend::ModelSpec spec, ir::TensorMap weights, std::string pat
 
 // The artifact a standalone executable carries (set by main() at startup).
 struct EmbeddedArtifact {
-  std::string exePath;
+  std::string exePath;      // what is read: /proc/self/exe
+  std::string displayName;  // what messages name: the executable as invoked (argv[0])
   std::uint64_t offset = 0, length = 0;
 };
 const std::optional<EmbeddedArtifact>& embeddedArtifact();
 // Looks for the standalone trailer at the end of /proc/self/exe; sets
-// embeddedArtifact() when found. Cheap: reads 24 bytes.
-void detectEmbeddedArtifact();
+// embeddedArtifact() when found. Cheap: reads 24 bytes. `argv0` names the
+// executable in messages. A trailer whose magic is there but whose offsets
+// are not is a txl::Error (a corrupted standalone executable), never a
+// silent fallback to plain txlc.
+void detectEmbeddedArtifact(const std::string& argv0 = "/proc/self/exe");
 // The model path commands use when MODEL is implicit (embedded mode).
 inline constexpr const char* kEmbeddedModelPath = "<embedded>";
 

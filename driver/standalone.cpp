@@ -29,18 +29,26 @@ void put64(unsigned char* p, std::uint64_t v) {
 
 }  // namespace
 
-std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, const std::string& name) {
+  // O_NONBLOCK: a FIFO named as a model must not block here; only a regular file can carry a trailer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return std::nullopt;
   struct stat st {};
   std::optional<StandaloneTrailer> result;
   unsigned char buf[kStandaloneTrailerBytes];
-  if (::fstat(fd, &st) == 0 && std::uint64_t(st.st_size) >= kStandaloneTrailerBytes &&
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && std::uint64_t(st.st_size) >= kStandaloneTrailerBytes &&
       ::pread(fd, buf, sizeof buf, st.st_size - off_t(sizeof buf)) == ssize_t(sizeof buf) &&
       std::memcmp(buf + 16, kStandaloneMagic, 8) == 0) {
     StandaloneTrailer t{get64(buf), get64(buf + 8)};
     const std::uint64_t end = std::uint64_t(st.st_size) - kStandaloneTrailerBytes;
-    if (t.offset <= end && t.length <= end - t.offset && t.offset + t.length == end) result = t;
+    if (t.offset <= end && t.length <= end - t.offset && t.offset + t.length == end) {
+      result = t;
+    } else {
+      ::close(fd);
+      throw Error((name.empty() ? path : name) + ": corrupt standalone trailer: the artifact at offset " +
+                  std::to_string(t.offset) + ", " + std::to_string(t.length) + " bytes, does not end at byte " +
+                  std::to_string(end) + " of the executable; rebuild it with txlc compile --emit exe");
+    }
   }
   ::close(fd);
   return result;

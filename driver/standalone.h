@@ -29,7 +29,9 @@ struct StandaloneTrailer {
 
 // The trailer of `path`, if it has a valid one (nullopt otherwise, also for
 // unreadable files).
-std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path);
+// nullopt without the magic; a txl::Error naming `name` (default: path)
+// when the magic is there but the offsets do not fit the file.
+std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, const std::string& name = "");
 
 // Copies the txlc executable `txlc` (default: the running one; only its own
 // bytes: an embedded artifact it carries is left out) to `path` with

@@ -9,24 +9,14 @@
 #include <iostream>
 #include <sstream>
 
+#include "frontend/input_file.h"
 #include "ir/check.h"
 
 namespace txl::driver {
 
 std::string readTextFile(const std::string& path) {
-  std::ostringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error(path + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, expected a text file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open: " + std::strerror(errno));
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(path + ": cannot read: " + std::strerror(errno));
-  return ss.str();
+  // Standard input may stream (a pipe); a named file must be a regular one.
+  return frontend::readInputFile(path, frontend::kMaxTextBytes, "a text file", /*allowStdin=*/true);
 }
 
 namespace {
@@ -46,7 +36,7 @@ void parseLine(std::string_view text, std::size_t line, const std::string& sourc
     auto [p, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
     if (ec != std::errc() || p != word.data() + word.size() || v < 0 || v >= nToken)
       throw Error(source + ": line " + std::to_string(line) + " column " + std::to_string(b + 1) +
-                  ": expected a token id in [0, " + std::to_string(nToken) + "), got \"" + std::string(word) + "\"");
+                  ": expected a token id in [0, " + std::to_string(nToken) + "), got " + quote(word));
     out.push_back(v);
     b = e;
   }

@@ -1,10 +1,19 @@
-// frontend/atomic_file.h - a file that appears at its destination whole or not at all.
+// frontend/atomic_file.h - output files: whole or not at all, and never a file txlc must not replace.
 //
-// Writes go to `path.tmp.<pid>` in the same directory; commit() fsyncs,
-// renames it over `path` and fsyncs the directory. Destroyed uncommitted (an
-// exception, a return), it removes the temporary. A process killed midway
-// leaves at most the temporary, never a partial `path`. Errors are txl::Error
-// lines naming the file.
+// The destination decides how it is written (docs/ERRORS.md, "Outputs"):
+//   - absent or a regular file: written to a temporary in the same folder,
+//     named `.<name>.txlc-<random>` and created with O_CREAT | O_EXCL |
+//     O_NOFOLLOW (a planted file or symlink there is never followed);
+//     commit() fsyncs, renames it over the destination and fsyncs the folder;
+//   - a character device (/dev/null) or a FIFO: written directly, no rename
+//     (a FIFO needs a reader already; no reader is an error, not a hang);
+//   - a symlink, a directory, a block device, a socket: refused;
+//   - a file txlc has read in this process (the same inode as an input, by
+//     any name or hard link): refused, so `-o` can never destroy an input.
+// A temporary is removed when the AtomicFile is destroyed uncommitted, and
+// on SIGINT, SIGTERM or SIGHUP (a signal-safe registry of temporaries; the
+// signal then ends the process as it would have). Errors are txl::Error
+// lines naming the destination.
 //
 //   AtomicFile f(path, 0644);
 //   f.write(header.data(), header.size());
@@ -28,9 +37,34 @@ class AtomicFile {
   void commit();
 
  private:
-  std::string path_, tmp_;
+  std::string path_, tmp_;  // tmp_ empty: writing to the destination itself (a device or FIFO)
   int fd_ = -1;
+  int registered_ = -1;
   bool committed_ = false;
 };
+
+// Refuses `path` as an output when it would replace something txlc must
+// not (the rules above); returns whether it exists as a regular file.
+bool checkOutputPath(const std::string& path);
+
+// A fresh directory `.<name>.txlc-<random>` beside `path`, registered for
+// removal on a signal (with the files registered inside it); release with
+// releaseTemporary().
+std::string makeTemporaryDirectory(const std::string& path);
+// Registers a path (a file, or an empty-once-its-files-are-gone directory)
+// to remove on SIGINT/SIGTERM/SIGHUP; returns its slot, -1 when the
+// registry is full (the path is then only removed by its owner).
+int registerTemporary(const std::string& path, bool directory);
+void releaseTemporary(int slot);
+
+// From now on, remember (device, inode) of every file read as input
+// (openRegularFile() notes each) and refuse outputs that are the same file.
+// The txlc command turns it on; a library user may not want it.
+void protectInputs();
+void noteInputFile(const std::string& path, unsigned long long device, unsigned long long inode);
+// Forgets `path` as an input: a file the command reads because it is its
+// own earlier output, to be continued and replaced (score --documents
+// --resume reads FILE.partial or FILE).
+void forgetInputFile(const std::string& path);
 
 }  // namespace txl::frontend

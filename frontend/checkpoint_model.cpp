@@ -2,6 +2,7 @@
 #include "frontend/checkpoint_model.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "frontend/atomic_file.h"
 #include "frontend/torch_checkpoint.h"
+#include "frontend/input_file.h"
 #include "ir/check.h"
 
 namespace txl::frontend {
@@ -27,17 +29,7 @@ bool isFile(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
-std::string readText(const std::string& path, std::size_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(path + ": cannot read");
-  std::string text = ss.str();
-  if (text.size() > limit)
-    throw Error(path + ": " + std::to_string(text.size()) + " bytes; expected at most " + std::to_string(limit));
-  return text;
-}
+std::string readText(const std::string& path, std::size_t limit) { return readInputFile(path, limit, "a text file"); }
 
 // A symbol vocab.txt can hold: one whitespace-free field per line.
 void checkSymbol(const std::string& s, std::size_t id, const std::string& source) {
@@ -70,9 +62,13 @@ void writeWhole(const std::string& path, const std::string& text) {
 }  // namespace
 
 bool isTorchCheckpointFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
   unsigned char head[4] = {};
-  if (!in.read(reinterpret_cast<char*>(head), 4)) return false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);  // a FIFO must not block here
+  if (fd < 0) return false;
+  struct stat st {};
+  const bool read4 = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::read(fd, head, 4) == 4;
+  ::close(fd);
+  if (!read4) return false;
   const bool zip = head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4;
   const bool legacy = head[0] == 0x80 && head[1] == 0x02 && head[2] == 0x8a && head[3] == 0x0a;  // PROTO 2, LONG1 10
   return zip || legacy;
@@ -186,16 +182,26 @@ void writeImportedModel(const CheckpointModel& m, const std::string& dir) {
   const fs::path parent = out.has_filename() ? out.parent_path() : out.parent_path().parent_path();
   if (!fs::is_directory(parent, ec)) throw Error(dir + ": the folder " + parent.string() + " does not exist");
 
-  const fs::path tmp = parent / ("." + out.filename().string() + ".tmp." + std::to_string(::getpid()));
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec)) throw Error(tmp.string() + ": cannot create: " + ec.message());
+  // An exclusive folder with an unpredictable name; it and the files written
+  // into it are removed on an error or a signal.
+  const fs::path tmp = makeTemporaryDirectory((parent / out.filename()).string());
+  std::vector<int> registered = {registerTemporary(tmp.string(), true)};
+  struct Release {
+    std::vector<int>& slots;
+    ~Release() {
+      for (int s : slots) releaseTemporary(s);
+    }
+  } release{registered};
   try {
     writeWhole((tmp / "config.json").string(), m.configText);
+    registered.push_back(registerTemporary((tmp / "config.json").string(), false));
     writeSafetensors((tmp / "model.safetensors").string(), m.tensors, {{"format", "pt"}});
+    registered.push_back(registerTemporary((tmp / "model.safetensors").string(), false));
     if (!m.vocabulary.empty()) {
       std::string text;
       for (const auto& s : m.vocabulary) text += s + "\n";
       writeWhole((tmp / "vocab.txt").string(), text);
+      registered.push_back(registerTemporary((tmp / "vocab.txt").string(), false));
     }
     // An empty destination folder is replaced; anything else was refused above.
     if (fs::exists(out, ec)) fs::remove(out, ec);

@@ -80,6 +80,7 @@ struct ModelSpec {
 
 // Limits applied by the validation (documented in docs/MODEL_SPEC.md).
 inline constexpr std::int64_t kMaxDim = 2147483647;                         // any one size
+inline constexpr std::int64_t kMaxLayers = 256;                             // n_layer
 inline constexpr std::int64_t kMaxParameterBytes = std::int64_t{64} << 30;  // f32 weights, 64 GiB
 
 // Validates `j` (reference names or a Hugging Face transfo-xl config) and

@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/model_spec.h"
+#include "frontend/input_file.h"
 #include "ir/check.h"
 
 namespace txl::frontend {
@@ -63,7 +64,7 @@ std::string show(const json& v) {
   return s;
 }
 
-std::string inQuotes(const std::string& name) { return show(json(name)); }
+std::string inQuotes(const std::string& name) { return quote(name); }
 
 std::string rangeStr(std::uint64_t b, std::uint64_t e) {
   return "[" + std::to_string(b) + ", " + std::to_string(e) + "]";
@@ -154,21 +155,11 @@ std::int64_t TensorInfo::numel() const {
 // ---------------------------------------------------------------- reader
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw Error(path + ": cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(path + ": not a regular file");
-  }
+  std::uint64_t fileSize = 0;
+  int fd = openRegularFile(path, "a safetensors file", &fileSize);
   SafetensorsFile f;
   f.path_ = path;
-  f.size_ = static_cast<std::uint64_t>(st.st_size);
+  f.size_ = fileSize;
   if (f.size_ < 8) {
     ::close(fd);
     throw Error(path + ": file of " + std::to_string(f.size_) + " bytes is too short for the 8-byte header length");
@@ -180,7 +171,11 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   ::close(fd);
   if (addr == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(err));
   const std::uint64_t size = f.size_;
-  f.owner_ = std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
+  const int slot = registerMapping(addr, size, path);
+  f.owner_ = std::shared_ptr<void>(addr, [size, slot](void* p) {
+    releaseMapping(slot);
+    ::munmap(p, size);
+  });
   f.base_ = static_cast<const std::byte*>(addr);
   f.mapped_ = true;
   f.parse();

@@ -51,6 +51,7 @@
 #include <unordered_map>
 
 #include "frontend/pickle.h"
+#include "frontend/input_file.h"
 #include "ir/check.h"
 
 namespace txl::frontend {
@@ -68,7 +69,7 @@ constexpr std::size_t kMaxRank = 16;
 constexpr std::size_t kMaxModuleDepth = 64;
 constexpr std::size_t kMaxModuleVisits = 1u << 16;
 
-std::string inQuotes(const std::string& s) { return "\"" + oneLine(s) + "\""; }
+std::string inQuotes(const std::string& s) { return quote(s); }
 
 // ---------------------------------------------------------------- the file image
 
@@ -80,21 +81,11 @@ struct Image {
 };
 
 Image mapFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw Error(path + ": cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(path + ": not a regular file");
-  }
+  std::uint64_t fileSize = 0;
+  int fd = openRegularFile(path, "a PyTorch checkpoint", &fileSize);
   Image img;
   img.name = path;
-  const auto size = static_cast<std::size_t>(st.st_size);
+  const auto size = static_cast<std::size_t>(fileSize);
   if (size == 0) {
     ::close(fd);
     return img;
@@ -103,7 +94,11 @@ Image mapFile(const std::string& path) {
   int err = errno;
   ::close(fd);
   if (addr == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(err));
-  img.owner = std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
+  const int slot = registerMapping(addr, size, path);
+  img.owner = std::shared_ptr<void>(addr, [size, slot](void* p) {
+    releaseMapping(slot);
+    ::munmap(p, size);
+  });
   img.bytes = {static_cast<const std::byte*>(addr), size};
   img.mapped = true;
   return img;

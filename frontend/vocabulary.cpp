@@ -9,6 +9,7 @@
 
 #include "frontend/model_spec.h"
 #include "frontend/torch_checkpoint.h"
+#include "frontend/input_file.h"
 #include "ir/check.h"
 
 namespace txl::frontend {
@@ -17,15 +18,7 @@ namespace {
 
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
-std::string readFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, expected a vocabulary file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open the vocabulary file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string readFile(const std::string& path) { return readInputFile(path, kMaxVocabularyBytes, "a vocabulary file"); }
 
 std::string codePointName(std::uint32_t cp) {
   char buf[16];

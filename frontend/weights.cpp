@@ -27,9 +27,7 @@ namespace {
 
 const std::string kHfPrefix = "transformer.";
 
-std::string inQuotes(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-}
+std::string inQuotes(const std::string& s) { return quote(s); }
 
 bool startsWith(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
 

@@ -1,7 +1,21 @@
-// ir/check.cpp - the failure path of TXL_CHECK, and oneLine().
+// ir/check.cpp - the failure path of TXL_CHECK, oneLine() and quote().
 #include "ir/check.h"
 
+#include <algorithm>
+
 namespace txl {
+
+namespace {
+// "ir/graph.cpp" from ".../src/ir/graph.cpp": the path below the source root.
+std::string sourceName(const char* file) {
+  std::string_view f = file;
+  for (std::string_view dir :
+       {"/ir/", "/frontend/", "/passes/", "/backend/", "/driver/", "/tools/", "/tests/", "/fuzz/"})
+    if (auto at = f.rfind(dir); at != std::string_view::npos) return std::string(f.substr(at + 1));
+  auto slash = f.rfind('/');
+  return std::string(slash == std::string_view::npos ? f : f.substr(slash + 1));
+}
+}  // namespace
 
 std::string oneLine(const std::string& s) {
   static const char* const hex = "0123456789abcdef";
@@ -17,8 +31,31 @@ std::string oneLine(const std::string& s) {
   return out;
 }
 
+std::string quote(std::string_view s) {
+  static const char* const hex = "0123456789abcdef";
+  std::size_t cut = std::min(s.size(), kMaxQuoted);
+  while (cut < s.size() && cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;  // whole UTF-8
+  const std::string_view shown = s.substr(0, cut);
+  std::string out = "\"";
+  for (char c : shown) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\\') out += "\\\\";
+    else if (u < 0x20 || u == 0x7f) out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+    else out += c;
+  }
+  out += '"';
+  if (shown.size() < s.size()) out.insert(out.size() - 1, "...").append(" (" + std::to_string(s.size()) + " bytes)");
+  return out;
+}
+
+// Only the file name of a txlc source: an internal error line never shows
+// the build tree.
 void failCheck(const char* file, int line, const char* cond, const std::string& message) {
-  throw InternalError(std::string("internal error at ") + file + ":" + std::to_string(line) + ": " + cond +
+  throw InternalError(std::string("internal error at ") + sourceName(file) + ":" + std::to_string(line) + ": " + cond +
                       (message.empty() ? "" : " (" + message + ")"));
 }
 

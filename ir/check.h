@@ -7,7 +7,9 @@
 #pragma once
 
 #include <stdexcept>
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace txl {
 
@@ -26,6 +28,15 @@ class InternalError : public std::logic_error {
 // `s` with control characters escaped (\n, \t, \r, \xNN), so that a
 // message stays one line whatever it quotes (a file name may hold a newline).
 std::string oneLine(const std::string& s);
+
+// The most txlc quotes of any text that comes from a file or a flag.
+inline constexpr std::size_t kMaxQuoted = 200;
+
+// `s` in double quotes, escaped like oneLine() (NUL and every control byte,
+// and `"` and `\`), cut to its first kMaxQuoted bytes with the full length
+// noted: `"abc…" (5000000 bytes)`. The one way an error line quotes text it
+// did not write itself (a tensor name, a key, a token, a model id).
+std::string quote(std::string_view s);
 
 [[noreturn]] void failCheck(const char* file, int line, const char* cond, const std::string& message);
 

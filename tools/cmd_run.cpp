@@ -4,11 +4,14 @@
 // run as segments of --qlen (default: all of them in one segment) through
 // one Session. --state-in / --state-out resume a stream (driver/state_file.h:
 // the state names its model, so a state for another model is refused).
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "frontend/atomic_file.h"
 #include "frontend/safetensors.h"
 #include "ir/check.h"
 #include "tools/cli_checks.h"
@@ -56,6 +59,19 @@ int run(const Options& o) {
   setting.batch = batch;
   if (!o.model.qlenOpt->count()) setting.qlen = total;  // one segment unless asked otherwise
   checkSetting(m.spec, setting);
+  // The outputs count too: every position's hidden state (and log-probabilities),
+  // held whole and, as JSON, written at about 20 bytes a number.
+  {
+    const double values = double(total) * double(batch) * double(m.spec.d_model + (o.noLogprob ? 0 : m.spec.n_token));
+    const double bytes = values * (o.format == "json" ? 4.0 + 20.0 : 4.0);
+    const double ram = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE));
+    constexpr double kMaxJsonBytes = double(std::uint64_t{1} << 30);
+    if ((o.format == "json" && values * 20.0 > kMaxJsonBytes) || (ram > 0 && bytes > ram / 2))
+      throw Error(source + ": " + std::to_string(total) + " positions × " + std::to_string(batch) + " streams give " +
+                  std::to_string(std::uint64_t(values)) +
+                  " output values, more than run writes (at most 1 GiB of JSON and half of RAM in all); "
+                  "use --no-logprob, --format safetensors -o FILE, or fewer tokens");
+  }
   const ir::TensorMap stateIn = o.stateIn.empty() ? ir::TensorMap{} : readStateFile(m, o.stateIn);
 
   auto compiled = compile(m, setting);
@@ -100,14 +116,10 @@ int run(const Options& o) {
   if (o.output.empty()) {
     std::cout << j.dump() << std::endl;
   } else {
-    const std::string tmp = o.output + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << j.dump() << '\n';
-      if (!f) throw Error(o.output + ": cannot write " + tmp);
-    }
-    if (std::rename(tmp.c_str(), o.output.c_str()) != 0)
-      throw Error(o.output + ": cannot rename " + tmp + " into place");
+    const std::string text = j.dump() + '\n';
+    frontend::AtomicFile f(o.output, 0644);
+    f.write(text.data(), text.size());
+    f.commit();
   }
   return kExitOk;
 }

@@ -15,6 +15,7 @@
 // met it; a rank failing later prints one line naming itself and ends the
 // job; rank 0 gives up on a rank silent for --rank-timeout seconds.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -351,18 +352,36 @@ int runText(const Options& o, Processes& procs, Phase& phase) {
 
 // --- --documents --------------------------------------------------------------
 
-// Where rank 0 puts the lines: stdout as they complete in order, or -o FILE:
-// the lines go to FILE.partial as they complete in order (what --resume
-// continues from), and at the end FILE is written from it atomically and
-// FILE.partial removed. A run that stops midway leaves FILE as it was
-// (absent, or an earlier complete output) and FILE.partial.
+// Where rank 0 puts the lines: stdout as they complete in order, or -o FILE.
+// A regular FILE (or an absent one): the lines go to FILE.partial as they
+// complete in order (what --resume continues from), and at the end FILE is
+// written from it atomically and FILE.partial removed; a run that stops
+// midway leaves FILE as it was (absent, or an earlier complete output) and
+// FILE.partial. A character device or FIFO (/dev/null, a pipe): the lines
+// go to it directly, with no .partial beside it. Anything else -o must not
+// replace (frontend/atomic_file.h) is refused before the first document.
 class Sink {
  public:
   Sink(const std::string& output, const std::string& kept) : output_(output) {
     if (output_.empty()) return;
+    if (!frontend::checkOutputPath(output_) && ::access(output_.c_str(), F_OK) == 0) {
+      direct_.emplace(output_, 0644);  // a device or FIFO: written in place
+      direct_->write(kept.data(), kept.size());
+      return;
+    }
     partial_ = output_ + ".partial";
-    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    frontend::checkOutputPath(partial_);
+    // O_NOFOLLOW: a symlink planted at FILE.partial is refused, never followed;
+    // a hard link is refused after the open, before anything is truncated.
+    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
     if (fd_ < 0) throw Error(partial_ + ": cannot create: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+      ::close(fd_);
+      fd_ = -1;
+      throw Error(partial_ + ": expected a regular file of its own to continue; found another kind or a hard link");
+    }
+    if (::ftruncate(fd_, 0) != 0) throw Error(partial_ + ": cannot truncate: " + std::strerror(errno));
     write(kept);
   }
   ~Sink() {
@@ -375,6 +394,8 @@ class Sink {
   void flush() {
     if (output_.empty()) {
       std::cout << buffer_ << std::flush;
+    } else if (direct_) {
+      direct_->write(buffer_.data(), buffer_.size());
     } else {
       write(buffer_);
     }
@@ -383,6 +404,10 @@ class Sink {
   void commit() {
     flush();
     if (output_.empty()) return;
+    if (direct_) {
+      direct_->commit();
+      return;
+    }
     ::close(fd_);
     fd_ = -1;
     const std::string all = readTextFile(partial_);
@@ -403,10 +428,15 @@ class Sink {
   }
   std::string output_, partial_;
   int fd_ = -1;
+  std::optional<frontend::AtomicFile> direct_;
   std::string buffer_;
 };
 
-bool fileExists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+// --resume reads only regular files: a device or FIFO destination holds nothing to continue from.
+bool isRegularFile(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
 
 int runDocuments(const Options& o, Processes& procs, Phase& phase) {
   const int rank = procs.rank(), ranks = procs.size();
@@ -427,9 +457,10 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
   std::string kept;
   if (o.resume) {
     const std::string partial = o.output + ".partial";
-    const std::string from = fileExists(partial) ? partial : fileExists(o.output) ? o.output : "";
+    const std::string from = isRegularFile(partial) ? partial : isRegularFile(o.output) ? o.output : "";
     if (!from.empty()) {
       const std::string content = readTextFile(from);
+      frontend::forgetInputFile(from);  // this run's own output, continued and replaced
       std::size_t bytes = 0;
       resumed = completedPrefix(content, docs, from, &bytes);
       kept = content.substr(0, bytes);

@@ -12,6 +12,8 @@
 #include "driver/build_info.h"
 #include "driver/model.h"
 #include "driver/model_summary.h"
+#include "frontend/atomic_file.h"
+#include "frontend/input_file.h"
 
 int main(int argc, char** argv) {
   using namespace txl::tools;
@@ -33,7 +35,14 @@ int main(int argc, char** argv) {
     }
   });
   Action action;
-  detectEmbeddedArtifact();  // a standalone executable: MODEL is the artifact it carries
+  txl::frontend::protectInputs();     // -o never replaces a file this command reads
+  txl::frontend::guardMappedFiles();  // a mapped file truncated under a run: one error line
+  try {
+    detectEmbeddedArtifact(argv[0]);  // a standalone executable: MODEL is the artifact it carries
+  } catch (const txl::Error& e) {
+    std::cerr << "txlc: error: " << oneLine(e.what()) << std::endl;
+    return kExitBadInput;
+  }
   registerBench(app, action);
   if (!embeddedArtifact()) registerConformance(app, action);
   if (!embeddedArtifact()) registerCompile(app, action);

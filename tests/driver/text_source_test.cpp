@@ -27,6 +27,6 @@ TEST_CASE("token streams: one per line or ';', all the same length", "[text]") {
 }
 
 TEST_CASE("text files: missing, directory", "[text]") {
-  REQUIRE_THROWS_WITH(readTextFile("/nonexistent/x.txt"), "/nonexistent/x.txt: no such file");
-  REQUIRE_THROWS_WITH(readTextFile("/tmp"), "/tmp: is a directory, expected a text file");
+  REQUIRE_THROWS_WITH(readTextFile("/nonexistent/x.txt"), "/nonexistent/x.txt: cannot open: No such file or directory");
+  REQUIRE_THROWS_WITH(readTextFile("/tmp"), "/tmp: is a directory, expected a text file (a regular file)");
 }

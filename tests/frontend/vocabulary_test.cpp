@@ -90,5 +90,5 @@ TEST_CASE("bundled vocabularies load with their sizes and specials", "[vocabular
   CHECK(w.eosId() == 0);
   CHECK(w.unkId() == 1);
   REQUIRE_THROWS_WITH(Vocabulary::load("/nonexistent/vocab.txt"),
-                      "/nonexistent/vocab.txt: cannot open the vocabulary file");
+                      "/nonexistent/vocab.txt: cannot open: No such file or directory");
 }

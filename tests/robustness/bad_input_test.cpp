@@ -106,6 +106,41 @@ std::string artifactWithManifest(const std::string& art, const std::function<voi
   return out;
 }
 
+// A crafted artifact whose manifest is `manifest` (any text), fixed up like
+// artifactWithManifest().
+std::string artifactWithManifestText(const std::string& art, const std::string& manifest) {
+  auto get64 = [&](std::size_t at) {
+    std::uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | std::uint8_t(art[at + std::size_t(i)]);
+    return v;
+  };
+  auto put64 = [](std::string& s, std::size_t at, std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) s[at + std::size_t(i)] = char((v >> (8 * i)) & 0xff);
+  };
+  const std::uint64_t mOff = get64(16), dOff = get64(32), dLen = get64(40);
+  const std::uint64_t newDOff = (mOff + manifest.size() + 63) / 64 * 64;
+  std::string out = art.substr(0, mOff) + manifest + std::string(newDOff - mOff - manifest.size(), '\0') +
+                    art.substr(dOff, dLen) + std::string(8, '\0');
+  put64(out, 24, manifest.size());
+  put64(out, 32, newDOff);
+  put64(out, 48, out.size());
+  put64(out, out.size() - 8, txl::driver::contentHash(out.data(), out.size() - 8));
+  return out;
+}
+
+// Changes the first integer attribute `attr` of stored graph `graph` by
+// `delta` and stores the graph's new hash, as an attacker can.
+void alterGraphAttr(nlohmann::json& m, std::size_t graph, const std::string& attr, std::int64_t delta) {
+  nlohmann::json& g = m["graphs"][graph];
+  for (auto& node : g["graph"]["nodes"])
+    if (node.contains("attrs") && node["attrs"].contains(attr) && node["attrs"][attr].is_number_integer()) {
+      node["attrs"][attr] = node["attrs"][attr].get<std::int64_t>() + delta;
+      break;
+    }
+  const std::string text = g["graph"].dump();
+  g["hash"] = txl::driver::hex64(txl::driver::contentHash(text.data(), text.size()));
+}
+
 // Literal text, with "…" matching any run of characters on the line.
 bool matchesLine(const std::string& expected, const std::string& line) {
   std::string pattern;
@@ -411,6 +446,47 @@ std::vector<Row> rows(const std::string& dir) {
        V{"run", "bad.txla", "--tokens", "1"},
        3,
        e + "bad.txla: line 1 column 1: syntax error while parsing value - invalid literal; last read: 'h'"},
+      {"artifact-graph-altered",
+       {{"bad.txla", artifactWithManifest(art, [](nlohmann::json& m) { alterGraphAttr(m, 1, "axis", 1); })}},
+       V{"run", "bad.txla", "--tokens", "1"},
+       3,
+       e + "bad.txla: manifest /graphs/1 (\"score-warmup\", qlen 6, mlen 6): not the graph this txlc (0.1.0) builds "
+           "from the stored spec, setting and passes; the artifact was altered, or compiled by another txlc (0.1.0); "
+           "recompile it"},
+      {"artifact-graphs-extra",
+       {{"bad.txla", artifactWithManifest(art, [](nlohmann::json& m) { m["graphs"].push_back(m["graphs"][0]); })}},
+       V{"run", "bad.txla", "--tokens", "1"},
+       3,
+       e + "bad.txla: manifest /graphs: 5 graphs, the stored setting (qlen 6, mem_len 6) has 4"},
+      {"artifact-setting-batch",
+       {{"bad.txla",
+         artifactWithManifest(art, [](nlohmann::json& m) { m["setting"]["batch"] = std::int64_t(1) << 62; })}},
+       V{"run", "bad.txla", "--tokens", "1"},
+       3,
+       e + "bad.txla: manifest /setting/batch: expected a positive integer at most 1048576, got 4611686018427387904"},
+      {"artifact-weight-missing",
+       {{"bad.txla", artifactWithManifest(art,
+                                          [](nlohmann::json& m) {
+                                            auto& w = m["weights"];
+                                            for (std::size_t i = 0; i < w.size(); ++i)
+                                              if (w[i]["name"] == "r_w_bias") {
+                                                w.erase(i);
+                                                break;
+                                              }
+                                          })}},
+       V{"run", "bad.txla", "--tokens", "1"},
+       3,
+       e + "bad.txla: manifest /weights: weight \"r_w_bias\" of the stored spec is missing"},
+      {"artifact-manifest-deep",
+       {{"bad.txla", artifactWithManifestText(art, std::string(300000, '['))}},
+       V{"run", "bad.txla", "--tokens", "1"},
+       3,
+       e + "bad.txla: manifest: /0/…/0: JSON nested deeper than 64 levels"},
+      {"artifact-passes-unknown",
+       {{"bad.txla", artifactWithManifest(art, [](nlohmann::json& m) { m["passes"] = {"frobnicate"}; })}},
+       V{"run", "bad.txla", "--tokens", "1"},
+       3,
+       e + "bad.txla: manifest /passes/0: unknown pass 'frobnicate' (known: …)"},
       {"model-dir-no-config",
        {},
        V{"run", kTests + "/conformance/nomem", "--tokens", "1"},
@@ -459,6 +535,49 @@ std::vector<Row> rows(const std::string& dir) {
        3,
        e + "state_dict.pt: a state dict carries no hyperparameters; pass --spec SPEC (a Hugging Face config.json or a "
            "reference-style spec), or put config.json beside it"},
+      // Sizes, threads, outputs, quoting.
+      {"size-batch-flag",
+       {},
+       V{"inspect", "spec.json", "--batch", "1099511627776"},
+       3,
+       e + "--batch: expected a positive integer at most 1048576, got '1099511627776'"},
+      {"size-product",
+       {},
+       V{"inspect", "spec.json", "--batch", "1048576", "--qlen", "1048576"},
+       3,
+       e + "--batch: the attention scores (batch × n_head × qlen × (qlen + mem_len)) would hold more than 2^48 "
+           "elements; batch 1048576, qlen 1048576, mem_len … are too large for this model"},
+      {"threads-bound",
+       {},
+       V{"run", "t.txla", "--tokens", "1", "--threads", "4096"},
+       3,
+       e + "--threads: expected a positive integer at most … (4 per core this process may use), got 4096"},
+      {"output-is-input",
+       {},
+       V{"compile", "spec.json", "--weights", "w.safetensors", "-o", "w.safetensors"},
+       3,
+       e + "w.safetensors: is an input of this command (w.safetensors); txlc never overwrites its inputs"},
+      {"quote-long-token",
+       {{"ids.txt", std::string(5000000, 'x')}},
+       V{"score", "t.txla", "ids.txt", "--ids"},
+       3,
+       e + "ids.txt: line 1 column 1: expected a token id in [0, 97), got \"xx…xx...\" (5000000 bytes)"},
+      {"quote-nul-key",
+       {{"bad.json", std::string("{\"n_token\": 97, \"a\0b\": 1, \"a\0b\": 2}", 36)}},
+       compileSpec("bad.json"),
+       3,
+       e + "bad.json: line 1 column 19: syntax error while parsing object key - invalid string: control character "
+           "U+0000 (NUL) must be escaped to \\u0000; last read: '\"a<U+0000>'; expected string literal"},
+      {"spec-layers",
+       {{"bad.json", specWith([](auto& j) { j["n_layer"] = 10000; })}},
+       compileSpec("bad.json"),
+       3,
+       e + "bad.json: /n_layer: expected at most 256 layers, got 10000"},
+      {"config-bare",
+       {{"config.json", "{\"model_type\":\"transfo-xl\"}"}},
+       compileSpec("config.json"),
+       3,
+       e + "config.json: /vocab_size: required key is missing"},
       // Command-line mistakes.
       {"cli-no-command", {}, V{}, 2, e + "A subcommand is required (run 'txlc --help')"},
       {"cli-unknown-command",

@@ -1,0 +1,56 @@
+// frontend/input_file.h - opening and reading the files txlc is given, with limits.
+//
+// Every input file (spec, config, weights, artifact, state, text, vocabulary,
+// token ids) is opened here, so that none of them can hang or exhaust memory
+// before it is validated:
+//   - the open never blocks (O_NONBLOCK): a FIFO with no writer, a device;
+//   - a named file must be a regular file (fstat before any read): a FIFO,
+//     a character or block device, a socket or a directory is refused with
+//     one line naming the file and what it is;
+//   - its size is checked against the reader's limit before a byte is read;
+//   - a read stops at the limit even if the file grows meanwhile.
+// Standard input ("-", for texts and token ids only) may be a pipe or a
+// terminal: it is read to its end or to the limit, whichever comes first.
+//
+//   int fd = openRegularFile(path, "a spec JSON file");             // caller closes
+//   std::string text = readInputFile(path, kMaxSpecBytes, "spec");  // whole file, bounded
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace txl::frontend {
+
+// Limits on what is read whole before it is parsed (docs/ERRORS.md, "Limits").
+inline constexpr std::uint64_t kMaxSpecBytes = std::uint64_t{16} << 20;         // spec, config.json
+inline constexpr std::uint64_t kMaxTextBytes = std::uint64_t{256} << 20;        // a text or token-id file
+inline constexpr std::uint64_t kMaxVocabularyBytes = std::uint64_t{256} << 20;  // vocab.json, vocab.txt
+
+// "a FIFO", "a character device", ... for a file type from stat's st_mode.
+std::string fileKind(unsigned mode);
+
+// Opens `path` read-only without blocking and returns the descriptor
+// (blocking again, close-on-exec) of a regular file; anything else is a
+// txl::Error "PATH: is a FIFO, expected WHAT" (or no such file, cannot open).
+// `size` receives the file's size.
+int openRegularFile(const std::string& path, const std::string& what, std::uint64_t* size = nullptr);
+
+// The whole of `path`, at most `limit` bytes (refused before reading when
+// its size is over), through openRegularFile(); "-" reads standard input
+// when `allowStdin`. `what` names the expected file in messages ("a text
+// file", "a vocabulary file").
+std::string readInputFile(const std::string& path, std::uint64_t limit, const std::string& what,
+                          bool allowStdin = false);
+
+// Files txlc maps (weights, artifacts) must not change while it runs. With
+// guardMappedFiles() on (the txlc command turns it on), a SIGBUS inside a
+// registered mapping (the file was truncated under it) ends the process
+// with one line naming the file and exit code 3, not a crash.
+void guardMappedFiles();
+// Registers [addr, addr + size) as a mapping of `path`; returns its slot
+// (-1 when the registry is full). Release it before unmapping.
+int registerMapping(const void* addr, std::size_t size, const std::string& path);
+void releaseMapping(int slot);
+
+}  // namespace txl::frontend

@@ -1,0 +1,193 @@
+// tests/robustness/hostile_files_test.cpp - inputs and outputs a file table cannot hold.
+//
+// Real FIFOs (mkfifo) with no writer as every kind of input, a real character
+// device (mknod, a copy of /dev/null, made in a temporary folder: never the
+// system's /dev), a FIFO and a symlink as -o, a 1 GiB sparse spec, SIGTERM
+// while an output is written, and a child under RLIMIT_AS reading an endless
+// standard input. Each must end with one error line (or, for a device, a
+// write that leaves the device a device), quickly, and leave no temporary.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/robustness/run_process.h"
+
+namespace fs = std::filesystem;
+using txl::test::runProcess;
+
+namespace {
+
+const std::string kTxlc = TXLC_PATH;
+const std::string kSource = TXL_SOURCE_DIR;
+const std::string kTests = TXL_TEST_DATA_DIR;
+constexpr double kTimeout = 60;
+
+bool hasTemporary(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".txlc-") != std::string::npos) return true;
+  return false;
+}
+
+std::string oneLine(const txl::test::ProcessResult& r) {
+  REQUIRE(!r.err.empty());
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  return r.err.substr(0, r.err.size() - 1);
+}
+
+}  // namespace
+
+TEST_CASE("FIFOs without a writer are refused as inputs, never waited on", "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-fifo");
+  fs::copy_file(kTests + "/conformance/tiny_base/weights.safetensors", dir + "/w.safetensors");
+  {
+    std::ifstream in(kTests + "/conformance/tiny_base/case.json");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    auto at = text.find("\"config\"");
+    REQUIRE(at != std::string::npos);
+  }
+  REQUIRE(::mkfifo((dir + "/p").c_str(), 0600) == 0);
+  const std::string model = kSource + "/models/kjv-char";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"compile", "p", "--random-weights", "-o", "out.txla"}, "p: not a regular file or directory"},
+      {{"compile", kSource + "/bench/small_b8.json", "--weights", "p", "-o", "out.txla"},
+       "is a FIFO, expected a safetensors file"},
+      {{"score", model, "p"}, "is a FIFO, expected a text file"},
+      {{"score", model, model + "/valid.txt", "--vocab", "p"}, "is a FIFO, expected a vocabulary file"},
+      {{"run", model, "--tokens", "1", "--state-in", "p"}, "is a FIFO, expected a safetensors file"},
+  };
+  for (const auto& [args, expected] : cases) {
+    std::vector<std::string> argv{kTxlc};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = runProcess(argv, dir, kTimeout);
+    INFO(args[0] << " " << args[1] << ": " << r.err);
+    CHECK_FALSE(r.timedOut);
+    CHECK(r.exitCode == 3);
+    CHECK(oneLine(r).find(expected) != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir + "/out.txla"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("outputs: a device stays a device, a FIFO without a reader and a symlink are refused",
+          "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-out");
+  const std::string model = kSource + "/models/kjv-char";
+  auto run = [&](const std::string& out) {
+    return runProcess({kTxlc, "run", model, "--tokens", "1 2", "-o", out}, dir, kTimeout);
+  };
+  // A character device made here (1:3, what /dev/null is): written, not replaced.
+  if (::mknod((dir + "/null").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0) {
+    auto r = run("null");
+    INFO(r.err);
+    CHECK(r.exitCode == 0);
+    struct stat st {};
+    REQUIRE(::lstat((dir + "/null").c_str(), &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+  } else {
+    WARN("mknod is not permitted here; the device case is skipped");
+  }
+  REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0600) == 0);
+  {
+    auto r = run("fifo");
+    CHECK_FALSE(r.timedOut);
+    CHECK(r.exitCode == 3);
+    CHECK(oneLine(r) == "txlc: error: fifo: cannot write: a FIFO with no reader");
+    struct stat st {};
+    REQUIRE(::lstat((dir + "/fifo").c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+  }
+  {
+    std::ofstream(dir + "/target") << "keep";
+    fs::create_symlink(dir + "/target", dir + "/link");
+    auto r = run("link");
+    CHECK(r.exitCode == 3);
+    CHECK(oneLine(r) ==
+          "txlc: error: link: is a symbolic link; txlc does not write through or replace one (give its target)");
+    CHECK(fs::is_symlink(dir + "/link"));
+    std::ifstream in(dir + "/target");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    CHECK(text == "keep");
+  }
+  {
+    fs::create_directory(dir + "/d");
+    auto r = run("d");
+    CHECK(r.exitCode == 3);
+    CHECK(oneLine(r) ==
+          "txlc: error: d: is a directory; expected a regular file, a character device or a FIFO to write");
+  }
+  CHECK_FALSE(hasTemporary(dir));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a sparse 1 GiB spec is refused by its size, before it is read", "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-sparse");
+  {
+    int fd = ::open((dir + "/big.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(::ftruncate(fd, off_t(1) << 30) == 0);
+    ::close(fd);
+  }
+  auto r = runProcess({kTxlc, "compile", "big.json", "--random-weights", "-o", "out.txla"}, dir, kTimeout);
+  CHECK(r.exitCode == 3);
+  CHECK(oneLine(r) == "txlc: error: big.json: 1073741824 bytes; expected a spec JSON file of at most 16777216 bytes");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an endless standard input under a memory limit ends with one line", "[robustness][hostile]") {
+#if defined(__SANITIZE_ADDRESS__)
+  SKIP("RLIMIT_AS and ASan's shadow memory do not mix");
+#endif
+  const std::string dir = txl::test::makeTempDir("txlc-rlimit");
+  const std::string model = kSource + "/models/kjv-char";
+  // The limit is set on the child only (ulimit -v in its shell).
+  auto r = runProcess({"/bin/sh", "-c", "ulimit -v 2000000; exec '" + kTxlc + "' score '" + model + "' - < /dev/zero"},
+                      dir, kTimeout);
+  CHECK_FALSE(r.timedOut);
+  CHECK(r.exitCode == 3);
+  CHECK(oneLine(r) ==
+        "txlc: error: standard input: more than 268435456 bytes; expected a text file of at most "
+        "268435456 bytes");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGTERM while an output is written leaves no temporary", "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-sigterm");
+  // About 200 MB of random weights: writing and syncing them takes a while.
+  std::ofstream(dir + "/spec.json") << R"({"n_token": 1000, "n_layer": 8, "n_head": 8, "d_model": 512, "d_head": 64,
+                                          "d_inner": 2048, "tgt_len": 8, "mem_len": 8})";
+  bool seen = false;
+  for (int attempt = 0; attempt < 3 && !seen; ++attempt) {
+    const int pid = txl::test::startProcess(
+        {kTxlc, "compile", "spec.json", "--random-weights", "--passes", "none", "-o", "out.txla"}, dir);
+    const auto start = std::chrono::steady_clock::now();
+    int status = 0;
+    bool done = false;
+    while (!done && std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+      if (hasTemporary(dir)) {
+        seen = true;
+        ::kill(pid, SIGTERM);
+        break;
+      }
+      done = ::waitpid(pid, &status, WNOHANG) == pid;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (!done) ::waitpid(pid, &status, 0);
+    if (seen) {
+      CHECK(WIFSIGNALED(status));
+      CHECK(WTERMSIG(status) == SIGTERM);
+    }
+    fs::remove(dir + "/out.txla");
+  }
+  if (!seen) WARN("the temporary was never seen; the write was too fast to interrupt");
+  CHECK_FALSE(hasTemporary(dir));
+  fs::remove_all(dir);
+}
