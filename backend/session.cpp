@@ -243,23 +243,36 @@ TensorMap Session::saveState() const {
   return state;
 }
 
-void Session::loadState(const TensorMap& state) {
-  const ModelInfo& info = model_->info();
+void checkStateTypes(const CompiledModel& model, const std::map<std::string, ir::TensorType>& types) {
+  const ModelInfo& info = model.info();
   std::int64_t mlen = -1;
-  for (const SlotLayout& slot : layout()) {
+  for (const SlotLayout& slot : model.stateLayout()) {
     const std::string name = memName(slot.slot);
-    auto it = state.find(name);
-    if (it == state.end()) throw Error("state: tensor '" + name + "' is missing");
-    const auto& shape = it->second.shape();
+    auto it = types.find(name);
+    if (it == types.end()) throw Error("state: tensor '" + name + "' is missing");
+    const ir::Shape& shape = it->second.shape;
     ir::Shape row(shape.empty() ? shape.begin() : shape.begin() + 1, shape.end());
-    if (it->second.dtype() != ir::DType::F32 || shape.empty() || row != slot.rowShape || shape[0] > info.memLen ||
-        (mlen >= 0 && shape[0] != mlen))
+    if (it->second.dtype != ir::DType::F32 || shape.empty() || row != slot.rowShape || shape[0] > info.memLen || (mlen >= 0 && shape[0] != mlen))
       throw Error("state: tensor '" + name + "': expected f32[mlen <= " + std::to_string(info.memLen) + "," +
                   ir::shapeStr(slot.rowShape).substr(1) + (mlen >= 0 ? " with mlen " + std::to_string(mlen) : "") +
-                  ", got " + it->second.type().str());
+                  ", got " + it->second.str());
     mlen = shape[0];
   }
-  if (state.size() != layout().size()) throw Error("state: holds tensors this model does not have");
+  if (types.size() != model.stateLayout().size()) {
+    for (const auto& [name, type] : types) {
+      bool known = false;
+      for (const SlotLayout& slot : model.stateLayout()) known |= memName(slot.slot) == name;
+      if (!known) throw Error("state: holds tensor " + quote(name) + ", which this model does not have");
+    }
+  }
+}
+
+void Session::loadState(const TensorMap& state) {
+  const ModelInfo& info = model_->info();
+  std::map<std::string, ir::TensorType> types;
+  for (const auto& [name, t] : state) types.emplace(name, t.type());
+  checkStateTypes(*model_, types);
+  const std::int64_t mlen = layout().empty() ? 0 : state.at(memName(layout().front().slot)).shape()[0];
   mlen_ = std::max<std::int64_t>(mlen, 0);
   streamMlen_.assign(std::size_t(info.batch), mlen_);
   start_ = info.memLen - mlen_;  // room for a warm-up plan's padding before it

@@ -157,6 +157,12 @@ struct ForwardResult {
   const ir::Tensor* nll = nullptr;      // f32[qlen, batch], when targets were given
 };
 
+// Checks the types of a state ("mem.<slot>" → f32[mlen, batch, width])
+// against `model`'s slots, before anything is read or converted: every slot
+// present, one mlen <= mem_len for all, the row shape of the slot, no other
+// tensor (txl::Error "state: ..." naming the first mismatch).
+void checkStateTypes(const CompiledModel& model, const std::map<std::string, ir::TensorType>& types);
+
 class Session {
  public:
   explicit Session(std::shared_ptr<const CompiledModel> model);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 
+#include "driver/finite.h"
 #include "driver/text_source.h"
 #include "ir/check.h"
 
@@ -231,6 +232,7 @@ std::string number(double v) {
 }  // namespace
 
 std::string documentLine(const nlohmann::json& id, const DocumentScore& score, std::int64_t unknown) {
+  if (!std::isfinite(score.nllSum)) return documentErrorLine(id, "its NLL is " + nonFiniteReason(float(score.nllSum)));
   const double perToken = score.nllSum / double(score.tokens);
   return "{\"id\":" + id.dump() + ",\"tokens\":" + std::to_string(score.tokens) +
          ",\"nll_sum\":" + number(score.nllSum) + ",\"perplexity\":" + number(std::exp(perToken)) +

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "driver/finite.h"
 #include "ir/check.h"
 
 namespace txl::driver {
@@ -27,6 +28,11 @@ void Generator::feed(std::span<const std::int64_t> ids) {
   backend::ForwardResult out = session_.forward(tokens_, nullptr, /*logprob=*/true);
   const std::int64_t nToken = out.logprob->shape().back();
   const float* last = out.logprob->data<float>() + (n - 1) * nToken;
+  if (const std::int64_t k = firstNonFinite(last, nToken); k >= 0)
+    throwNonFinite("generate", "the log-probability of token id " + std::to_string(k) + " after " +
+                                   std::to_string(fed_ + n) + " tokens",
+                   last[k]);
+  fed_ += n;
   row_.assign(last, last + nToken);
 }
 

@@ -48,6 +48,7 @@ class Generator {
   std::vector<float> row_;  // the distribution of the next token
   std::int64_t pending_ = -1;
   std::int64_t generated_ = 0;
+  std::int64_t fed_ = 0;  // tokens run through the session so far (prompt and generated)
   ir::Tensor tokens_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "driver/finite.h"
 #include "ir/check.h"
 
 namespace txl::driver {
@@ -50,12 +51,11 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
     for (std::int64_t t = 0; t < len; ++t)
       for (std::int64_t b = 0; b < batch; ++b) {
         const float v = nll[t * batch + b];
-        // Never a NaN or Inf as a result: the first one is an error naming its place.
         if (!std::isfinite(v))
-          throw Error(source + ": the NLL of token " + std::to_string(i + t + 1) + " of stream " +
-                      std::to_string(options.firstStream + b) + " is " + (std::isnan(v) ? "NaN" : "infinite") +
-                      " (segment at token " + std::to_string(i) +
-                      "); a weights file or artifact changed during the run, or the model overflows");
+          throwNonFinite(source, "the NLL of token " + std::to_string(i + t + 1) + " of stream " +
+                                     std::to_string(options.firstStream + b) + " (segment at token " +
+                                     std::to_string(i) + ")",
+                         v);
         r.streamNll[std::size_t(b)] += double(v);
       }
     if (options.perToken)

@@ -21,8 +21,10 @@ namespace txl::driver {
 
 inline constexpr const char* kStateFormat = "txlc-state/1";
 
-// The memory of state file `path`, checked to be a state of model `m` (txl::Error naming the file otherwise).
-ir::TensorMap readStateFile(const Model& m, const std::string& path);
+// The memory of state file `path`, checked to be a state of model `m` whose
+// names, dtypes and shapes fit `compiled`'s slots - from the file's header,
+// before any tensor is converted (txl::Error naming the file otherwise).
+ir::TensorMap readStateFile(const Model& m, const backend::CompiledModel& compiled, const std::string& path);
 // session.loadState(state) with an error naming `source` (the file the state came from).
 void loadState(backend::Session& session, const ir::TensorMap& state, const std::string& source);
 // The session's memory as a state file of model `m` run under `s` (atomic).

@@ -111,7 +111,7 @@ struct PySession {
     }
     const std::string path = py::module_::import("os").attr("fspath")(state).cast<std::string>();
     py::gil_scoped_release release;
-    ir::TensorMap map = driver::readStateFile(model->model, path);
+    ir::TensorMap map = driver::readStateFile(model->model, *compiled, path);
     std::lock_guard<std::mutex> lock(mutex);
     driver::loadState(*session, map, path);
   }

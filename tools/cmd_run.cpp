@@ -18,6 +18,7 @@
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
 #include "driver/compile.h"
+#include "driver/finite.h"
 #include "driver/state_file.h"
 #include "driver/text_source.h"
 
@@ -72,9 +73,8 @@ int run(const Options& o) {
                   " output values, more than run writes (at most 1 GiB of JSON and half of RAM in all); "
                   "use --no-logprob, --format safetensors -o FILE, or fewer tokens");
   }
-  const ir::TensorMap stateIn = o.stateIn.empty() ? ir::TensorMap{} : readStateFile(m, o.stateIn);
-
   auto compiled = compile(m, setting);
+  const ir::TensorMap stateIn = o.stateIn.empty() ? ir::TensorMap{} : readStateFile(m, *compiled, o.stateIn);
   backend::Session session(compiled);
   if (!o.stateIn.empty()) loadState(session, stateIn, o.stateIn);
   noteReplanning(m, setting);
@@ -91,6 +91,15 @@ int run(const Options& o) {
     ir::Tensor seg = ir::Tensor::zeros({ir::DType::I64, {len, batch}});
     std::copy_n(tokens.data<std::int64_t>() + i * batch, len * batch, seg.data<std::int64_t>());
     backend::ForwardResult out = session.forward(seg, nullptr, logprob);
+    // No NaN or Inf is written as a result: the first names its position (time-major: token, then stream).
+    auto check = [&](const ir::Tensor* t, const char* what, std::int64_t width) {
+      if (const std::int64_t k = firstNonFinite(t->data<float>(), t->numel()); k >= 0)
+        throwNonFinite(m.path, std::string(what) + " of token " + std::to_string(i + k / width / batch + 1) +
+                                   " of stream " + std::to_string(k / width % batch),
+                       t->data<float>()[k]);
+    };
+    check(out.hidden, "the hidden state", m.spec.d_model);
+    if (logprob) check(out.logprob, "the log-probabilities", m.spec.n_token);
     std::copy_n(out.hidden->data<float>(), out.hidden->numel(), hidden.data<float>() + i * batch * m.spec.d_model);
     if (logprob)
       std::copy_n(out.logprob->data<float>(), out.logprob->numel(), lp.data<float>() + i * batch * m.spec.n_token);

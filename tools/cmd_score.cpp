@@ -31,6 +31,7 @@
 #include "driver/compile.h"
 #include "driver/distributed.h"
 #include "driver/documents.h"
+#include "driver/finite.h"
 #include "driver/scorer.h"
 #include "driver/text_source.h"
 #include "frontend/atomic_file.h"
@@ -544,7 +545,13 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
       }
       const EncodedDocument& e = encoded[written];
       if (!e.error.empty()) sink->line(documentErrorLine(docs[written].id, e.error));
-      else if (scores[written]) sink->line(documentLine(docs[written].id, *scores[written], e.unknown));
+      else if (scores[written]) {
+        if (o.strict && !std::isfinite(scores[written]->nllSum))
+          throw Error(o.documents + ": document " + docs[written].id.dump() + " (line " +
+                      std::to_string(docs[written].line) + "): its NLL is " +
+                      nonFiniteReason(float(scores[written]->nllSum)) + " (--strict)");
+        sink->line(documentLine(docs[written].id, *scores[written], e.unknown));
+      }
       else break;
       ++written;
       any = true;
@@ -614,7 +621,7 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
         }
         continue;
       }
-      if (!encoded[i].error.empty()) {
+      if (!encoded[i].error.empty() || !std::isfinite(scores[i]->nllSum)) {  // an error line (documentLine)
         ++failed;
         continue;
       }

@@ -361,6 +361,19 @@ std::vector<Row> rows(const std::string& dir) {
        3,
        e + "bad.safetensors: tensor \"r_w_bias\": element 0 is -Inf (1 non-finite values); non-finite weights are "
            "refused"},
+      // Finite weights whose outputs overflow: no NaN or Inf is ever a result.
+      {"output-nan-run",
+       {{"big.safetensors", weightsWith("word_emb.emb_layers.0.weight", 0, 3e38f)}},
+       V{"run", "spec.json", "--weights", "big.safetensors", "--tokens", "0 1 2"},
+       3,
+       e + "spec.json: the hidden state of token 1 of stream 0 is NaN; a weights file or artifact changed during the "
+           "run, or the model overflows"},
+      {"output-nan-score",
+       {{"big.safetensors", weightsWith("word_emb.emb_layers.0.weight", 0, 3e38f)}, {"ids.txt", "0 1 2 3 4 5\n"}},
+       V{"score", "spec.json", "ids.txt", "--weights", "big.safetensors", "--ids"},
+       3,
+       e + "ids.txt: the NLL of token 1 of stream 0 (segment at token 0) is NaN; a weights file or artifact changed "
+           "during the run, or the model overflows"},
       // Token ids and text.
       {"tokens-range",
        {},

@@ -6,8 +6,11 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "backend/session.h"
+#include "driver/state_file.h"
 #include "frontend/safetensors.h"
 #include "ir/check.h"
 #include "tests/robustness/model_fixture.h"
@@ -79,4 +82,56 @@ TEST_CASE("a state of the wrong shape is refused naming the tensor", "[robustnes
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("mem.0") != std::string::npos);
   }
+}
+
+namespace {
+// The peak resident set since the last reset (VmHWM, bytes).
+std::size_t peakRss() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::size_t(std::stoull(line.substr(6))) * 1024;
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("a state file is checked from its header before any tensor is converted", "[robustness][state]") {
+  auto model = test::conformanceModel("tiny_base", "reference");
+  backend::Session s(model);
+  s.forward(test::tokenStream(1, 1, 4, 1, model->info().nToken)[0]);
+  const ir::TensorMap state = s.saveState();
+  driver::Model m;
+  m.modelId = "m-test";
+
+  // A valid header for the model's slots plus "extra": 1 GiB of f32 in a sparse file.
+  const std::string dir = test::makeTempDir("txlc-state-header");
+  const std::string path = dir + "/s.safetensors";
+  nlohmann::json header = {{"__metadata__", {{"format", driver::kStateFormat}, {"model_id", m.modelId}}}};
+  std::uint64_t offset = 0;
+  for (const auto& [name, t] : state) {
+    header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.bytes()}}};
+    offset += t.bytes();
+  }
+  const std::uint64_t extra = std::uint64_t(1) << 30;
+  header["extra"] = {{"dtype", "F32"}, {"shape", {extra / 4}}, {"data_offsets", {offset, offset + extra}}};
+  const std::string text = header.dump();
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::uint64_t n = text.size();
+    for (int i = 0; i < 8; ++i) out.put(char((n >> (8 * i)) & 0xff));
+    out << text;
+    for (const auto& [name, t] : state) out.write(static_cast<const char*>(t.raw()), std::streamsize(t.bytes()));
+  }
+  std::filesystem::resize_file(path, 8 + text.size() + offset + extra);  // sparse: no disk, no memory
+
+  { std::ofstream("/proc/self/clear_refs") << "5"; }
+  const std::size_t before = peakRss();
+  try {
+    driver::readStateFile(m, *model, path);
+    FAIL("a state with a tensor the model does not have was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == path + ": state: holds tensor \"extra\", which this model does not have");
+  }
+  CHECK(peakRss() < before + (std::size_t(64) << 20));
+  std::filesystem::remove_all(dir);
 }
