@@ -15,9 +15,19 @@ std::string memoryForm(const Setting& s) {
 
 void selectPipeline(Setting& s, const SettingChoice& c) {
   if (c.backend) s.backend = *c.backend;
-  if (c.passes && !c.passes->empty()) s.pipeline.passes = passes::parsePassList(*c.passes);
+  // The same words as the command line's validators (tools/pipeline_flags.cpp), for callers that bypass them.
+  auto named = [](const char* flag, const auto& validate) {
+    try {
+      validate();
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      throw Error(m.rfind("--", 0) == 0 ? m : std::string(flag) + ": " + m);
+    }
+  };
+  if (c.passes && !c.passes->empty())
+    named("--passes", [&] { s.pipeline.passes = passes::parsePassList(*c.passes); });
   for (const auto& name : c.disabled) {
-    passes::createPass(name);
+    named("--disable-pass", [&] { passes::createPass(name); });
     s.pipeline.disabled.insert(name);
   }
   if (c.memory) {

@@ -1,4 +1,5 @@
 // tools/pipeline_flags.cpp - the pipeline options shared by commands.
+#include <algorithm>
 #include <iostream>
 
 #include "ir/check.h"
@@ -8,14 +9,51 @@
 
 namespace txl::tools {
 
+namespace {
+
+// Pass names as the registry knows them; a near miss is named ("did you mean").
+// `list`: a comma-separated pipeline, or "none".
+CLI::Validator passNames(bool list) {
+  return CLI::Validator(
+      [list](std::string& s) -> std::string {
+        if (list && s == "none") return {};
+        std::vector<std::string> known;
+        for (const auto& p : passes::registeredPasses()) known.push_back(p.name);
+        std::vector<std::string> names;
+        if (list) {
+          std::size_t from = 0;
+          for (std::size_t comma; (comma = s.find(',', from)) != std::string::npos; from = comma + 1)
+            names.push_back(s.substr(from, comma - from));
+          names.push_back(s.substr(from));
+        } else {
+          names.push_back(s);
+        }
+        for (const std::string& n : names) {
+          if (n.empty()) return "expected a comma-separated list of pass names or 'none', got '" + oneLine(s) + "'";
+          if (std::find(known.begin(), known.end(), n) != known.end()) continue;
+          const std::string near = closestName(n, known);
+          std::string all;
+          for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+          return "unknown pass '" + oneLine(n) + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                 "; known: " + all;
+        }
+        return {};
+      },
+      list ? "PASS,..." : "PASS");
+}
+
+}  // namespace
+
 void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
   if (withBackend)
     cmd.add_option("--backend", backend, "executor: onednn (default) or reference (the plain interpreter)")
         ->check(oneOf({"onednn", "reference"}, "'onednn' or 'reference'"));
-  cmd.add_option("--passes", passes, "comma-separated pass pipeline, or 'none' (default: the default pipeline)");
-  cmd.add_option("--disable-pass", disabled, "remove a pass from the pipeline (repeatable)");
+  cmd.add_option("--passes", passes, "comma-separated pass pipeline, or 'none' (default: the default pipeline)")
+      ->check(passNames(true));
+  cmd.add_option("--disable-pass", disabled, "remove a pass from the pipeline (repeatable)")->check(passNames(false));
   cmd.add_flag("--print-after-all", printAfterAll, "print the IR after every pass (stderr)");
-  cmd.add_option("--print-after", printAfter, "print the IR after the named pass (stderr, repeatable)");
+  cmd.add_option("--print-after", printAfter, "print the IR after the named pass (stderr, repeatable)")
+      ->check(passNames(false));
   cmd.add_flag("--time-passes", timePasses, "report the time each pass takes (stderr)");
   cmd.add_option("--memory", memory,
                  "memory form: kv (remember projected keys and values, the default) or hidden (layer inputs, as "
