@@ -32,7 +32,7 @@
 namespace txl::driver {
 
 inline constexpr char kArtifactMagic[8] = {'T', 'X', 'L', 'C', 'A', 'R', 'T', '\0'};
-inline constexpr std::uint32_t kArtifactVersion = 2;  // 2: padded warm-up graphs
+inline constexpr std::uint32_t kArtifactVersion = 3;  // 2: padded warm-up graphs; 3: a pad mask per stream
 inline constexpr std::size_t kArtifactHeaderBytes = 64;
 inline constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{64} << 20;  // docs/ERRORS.md, "Limits"
 inline constexpr const char* kTxlcVersion = "0.1.0";

@@ -39,16 +39,17 @@ def content_hash(data):
 
 
 def with_manifest(art, edit):
-    """The artifact with its manifest JSON changed by edit(manifest), sections
-    kept in place, and its checksum recomputed."""
-    moff, mlen, doff = struct.unpack_from("<QQQ", art, 16)
+    """The artifact with its manifest JSON changed by edit(manifest); the data
+    section moves to the next multiple of 64 after it when it no longer fits
+    (offsets are relative to the data section), the header's lengths and the
+    checksum are recomputed."""
+    moff, mlen, doff, dlen = struct.unpack_from("<QQQQ", art, 16)
     manifest = json.loads(art[moff:moff + mlen])
     edit(manifest)
     text = json.dumps(manifest, separators=(",", ":")).encode()
-    assert moff + len(text) <= doff, "the edited manifest no longer fits before the data"
-    body = bytearray(art[:-8])
-    body[moff:doff] = text + bytes(doff - moff - len(text))
-    struct.pack_into("<Q", body, 24, len(text))
+    new_doff = max(doff, (moff + len(text) + 63) // 64 * 64)
+    body = bytearray(art[:moff]) + text + bytes(new_doff - moff - len(text)) + art[doff:doff + dlen]
+    struct.pack_into("<QQQQ", body, 24, len(text), new_doff, dlen, len(body) + 8)
     return bytes(body) + struct.pack("<Q", content_hash(bytes(body)))
 
 
@@ -184,6 +185,7 @@ def tool_seeds(txlc):
                             "--qlen", "3", "--passes", "none"], check=True, capture_output=True)
             art = open(out, "rb").read()
             put("artifact", f"valid_{case}.txla", art)
+            put("artifact_exec", f"valid_{case}.txla", art)  # loaded, planned and run one segment
             moff, mlen = struct.unpack("<QQ", art[16:32])
             manifest = json.loads(art[moff:moff + mlen])
             for i, g in enumerate(manifest["graphs"][:2]):

@@ -442,7 +442,7 @@ std::vector<Row> rows(const std::string& dir) {
        {{"bad.txla", patched(8, std::string("\x63\0\0\0", 4))}},
        V{"run", "bad.txla", "--tokens", "1"},
        3,
-       e + "bad.txla: artifact format version 99, this txlc reads version 2; recompile it with this txlc"},
+       e + "bad.txla: artifact format version 99, this txlc reads version 3; recompile it with this txlc"},
       {"artifact-shape-overflow",
        {{"bad.txla",
          artifactWithManifest(
