@@ -58,7 +58,7 @@ struct Options {
   std::int64_t maxTokens = std::int64_t(1) << 20;
   double rankTimeout = 120;
   bool progress = false, noProgress = false;  // neither: a running estimate when stderr is a terminal
-  double maxUnkFraction = 0.05;
+  double maxUnkFraction = 0.10;
   bool showProgress() const { return progress || (!noProgress && stderrIsTerminal()); }
 };
 
@@ -816,7 +816,7 @@ void registerScore(CLI::App& app, Action& action) {
       "--progress", o->progress, "a running estimate on stderr (tokens, perplexity, tokens/s, ETA); default on a terminal");
   cmd->add_flag("--no-progress", o->noProgress, "no running estimate, even on a terminal")->excludes(progressOn);
   cmd->add_option("--max-unk-fraction", o->maxUnkFraction,
-                  "refuse a text whose share of <unk> tokens is above F (default 0.05)")
+                  "refuse a text whose share of <unk> tokens is above F (default 0.1)")
       ->check(realIn(0, 1, false, "a fraction in [0, 1]"));
   cmd->add_option("--rank-timeout", o->rankTimeout,
                   "under mpirun: rank 0 gives up on a rank silent for this many seconds (default 120)")
@@ -829,7 +829,8 @@ void registerScore(CLI::App& app, Action& action) {
         throw CLI::ValidationError(opt->get_name(), "excludes --documents (its output is one JSON line per document)");
     for (CLI::Option* opt : docOnly)
       if (!documents->count() && opt->count()) throw CLI::ValidationError(opt->get_name(), "needs --documents");
-    if (o->resume && o->output.empty()) throw CLI::ValidationError("--resume", "needs -o FILE");
+    if (o->resume && (o->output.empty() || o->output == "-")) throw CLI::ValidationError("--resume", "needs -o FILE");
+    if (o->output == "-") o->output.clear();  // the lines to stdout, as without -o
     if (o->documentsFormat != "auto" && o->documentsFormat != "lines" && o->documentsFormat != "jsonl")
       throw CLI::ValidationError("--documents-format",
                                  "expected auto, lines or jsonl, got '" + o->documentsFormat + "'");
