@@ -1,6 +1,7 @@
 // driver/scorer.cpp - scoreTokens().
 #include "driver/scorer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "driver/finite.h"
@@ -12,6 +13,13 @@ void checkScoreLength(std::int64_t tokens, std::int64_t batch, const std::string
   if (tokens / batch < 2)
     throw Error(source + ": " + std::to_string(tokens) + " tokens, expected at least " + std::to_string(2 * batch) +
                 " (2 per stream with batch " + std::to_string(batch) + ") to predict anything");
+}
+
+double nllStandardError(double sum, double squares, std::int64_t n) {
+  if (n < 2) return 0.0;
+  const double mean = sum / double(n);
+  const double variance = std::max(0.0, (squares - mean * sum) / double(n - 1));
+  return std::sqrt(variance / double(n));
 }
 
 ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t> ids, const ScoreOptions& options,
@@ -29,6 +37,7 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
   r.streamLength = n / streams;
   r.dropped = n - r.streamLength * streams;
   r.streamNll.assign(std::size_t(batch), 0.0);
+  r.streamNllSquares.assign(std::size_t(batch), 0.0);
   const std::int64_t total = batch * (r.streamLength - 1);
   if (options.perToken) r.perToken.assign(std::size_t(total), 0.0f);
   const auto at = [&](std::int64_t t, std::int64_t b) {
@@ -36,6 +45,10 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
   };
 
   for (std::int64_t i = 0; i < r.streamLength - 1; i += options.qlen) {
+    if (i > 0 && options.stop && options.stop()) {
+      r.interrupted = true;
+      break;
+    }
     const std::int64_t len = std::min(options.qlen, r.streamLength - 1 - i);
     ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {len, batch}});
     ir::Tensor targets = ir::Tensor::zeros({ir::DType::I64, {len, batch}});
@@ -57,6 +70,7 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
                                      std::to_string(i) + ")",
                          v);
         r.streamNll[std::size_t(b)] += double(v);
+        r.streamNllSquares[std::size_t(b)] += double(v) * double(v);
       }
     if (options.perToken)
       for (std::int64_t t = 0; t < len; ++t)
@@ -64,9 +78,14 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
           r.perToken[std::size_t(b * (r.streamLength - 1) + i + t)] = nll[t * batch + b];
     r.scored += len * batch;
     ++r.segments;
-    if (options.progress) options.progress(r.scored, total);
+    if (options.progress) {
+      double sum = 0;
+      for (double s : r.streamNll) sum += s;
+      options.progress(r.scored, total, sum);
+    }
   }
   for (double s : r.streamNll) r.nllSum += s;
+  for (double s : r.streamNllSquares) r.nllSquares += s;
   return r;
 }
 

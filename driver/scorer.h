@@ -27,8 +27,12 @@ namespace txl::driver {
 struct ScoreOptions {
   std::int64_t qlen = 64;
   bool perToken = false;
-  // Called after every segment with (tokens scored so far, tokens to score).
-  std::function<void(std::int64_t, std::int64_t)> progress;
+  // Called after every segment with (tokens scored so far, tokens to score,
+  // the sum of their NLLs in nats): a running estimate.
+  std::function<void(std::int64_t, std::int64_t, double)> progress;
+  // Asked before every segment but the first: true ends the scoring there,
+  // the result holding the segments done (ScoreResult::interrupted).
+  std::function<bool()> stop;
   // The cut is into `streams` streams (0: the session's batch), of which this
   // call runs [firstStream, firstStream + batch): a share of a split run.
   std::int64_t streams = 0;
@@ -44,9 +48,17 @@ struct ScoreResult {
   std::int64_t scored = 0;        // tokens predicted: batch * (streamLength - 1)
   std::int64_t segments = 0;
   double nllSum = 0;              // nats: the sum of streamNll in order
+  double nllSquares = 0;          // the sum of streamNllSquares in order (for the standard error)
   std::vector<double> streamNll;  // per stream run, in token order
+  std::vector<double> streamNllSquares;  // per stream run: the sum of each token's NLL squared
+  bool interrupted = false;       // ScoreOptions::stop ended it: scored < batch * (streamLength - 1)
   std::vector<float> perToken;    // stream-major: stream b, positions 1..streamLength-1
 };
+
+// The standard error of the mean per-token NLL of `n` tokens whose NLLs sum
+// to `sum` and their squares to `squares`: sqrt(s^2 / n), s^2 the sample
+// variance (0 for fewer than 2 tokens).
+double nllStandardError(double sum, double squares, std::int64_t n);
 
 // `ids` must hold at least 2 * batch tokens (txl::Error otherwise, naming `source`).
 ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t> ids, const ScoreOptions& options,

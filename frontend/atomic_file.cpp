@@ -34,7 +34,16 @@ struct Slot {
 };
 Slot slots[kSlots];
 
+// catchInterrupts(): the first SIGINT or SIGTERM is only noted.
+std::atomic<bool> graceful{false};
+std::atomic<int> pendingSignal{0};
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free);
+
 void onSignal(int sig) {
+  if (graceful.load(std::memory_order_relaxed) && (sig == SIGINT || sig == SIGTERM)) {
+    int none = 0;
+    if (pendingSignal.compare_exchange_strong(none, sig)) return;  // the command ends at its next check
+  }
   for (int pass = 0; pass < 2; ++pass)  // files first, then the directories they were in
     for (Slot& s : slots)
       if (s.state.load(std::memory_order_acquire) == (pass == 0 ? 2 : 3)) {
@@ -59,6 +68,17 @@ void installHandlers() {
     }
   });
 }
+
+}  // namespace
+
+void catchInterrupts() {
+  graceful.store(true);
+  installHandlers();
+}
+
+int interruptSignal() { return pendingSignal.load(std::memory_order_relaxed); }
+
+namespace {
 
 // ---- the inputs read in this process ------------------------------------------
 

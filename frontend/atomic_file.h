@@ -57,6 +57,14 @@ std::string makeTemporaryDirectory(const std::string& path);
 int registerTemporary(const std::string& path, bool directory);
 void releaseTemporary(int slot);
 
+// From now on the first SIGINT or SIGTERM only sets a flag: interruptSignal()
+// returns its number (0 before), for a command that checks it between units
+// of work and ends cleanly (its AtomicFiles are then removed by their
+// destructors). A second signal, or SIGHUP, ends the process as above,
+// temporaries removed. A signal ignored at start (nohup) stays ignored.
+void catchInterrupts();
+int interruptSignal();
+
 // From now on, remember (device, inode) of every file read as input
 // (openRegularFile() notes each) and refuse outputs that are the same file.
 // The txlc command turns it on; a library user may not want it.

@@ -149,7 +149,7 @@ py::dict score(const std::shared_ptr<PyModel>& pm, const py::object& source, boo
     so.perToken = perToken;
     // Ctrl-C stops a long score: the interpreter's signal check, at most every 100 ms.
     auto lastCheck = Clock::now();
-    so.progress = [&](std::int64_t, std::int64_t) {
+    so.progress = [&](std::int64_t, std::int64_t, double) {
       if (Clock::now() - lastCheck < std::chrono::milliseconds(100)) return;
       lastCheck = Clock::now();
       py::gil_scoped_acquire acquire;

@@ -72,7 +72,11 @@ void registerCompile(CLI::App& app, Action& action) {
   cmd->add_option("--emit", o->emit, "artifact (default) or exe (a standalone executable)")
       ->check(CLI::IsMember({"artifact", "exe"}));
   cmd->add_flag("--json", o->json, "print a summary as JSON on stdout");
-  cmd->callback([o, &action] { action = [o] { return run(*o); }; });
+  cmd->callback([o, &action] {
+    if (o->output == "-")
+      throw CLI::ValidationError("-o -", "an artifact or executable is a file, not a stream for stdout; give a file");
+    action = [o] { return run(*o); };
+  });
 }
 
 }  // namespace txl::tools

@@ -14,6 +14,7 @@
 #include "tools/model_flags.h"
 #include "driver/compile.h"
 #include "driver/generator.h"
+#include "frontend/atomic_file.h"
 
 namespace txl::tools {
 
@@ -47,9 +48,11 @@ int run(const Options& o) {
   if (!o.noEcho && !o.json) std::cout << vocab.decode(prompt) << std::flush;
   std::vector<std::int64_t> generated;
   std::int64_t previous = prompt.back();
+  // SIGINT/SIGTERM end the text where it is: the line ended, the timing line printed.
+  frontend::catchInterrupts();
   generator.feedPrompt(prompt);
   const auto promptDone = std::chrono::steady_clock::now();
-  for (std::int64_t k = 0; k < o.count; ++k) {
+  for (std::int64_t k = 0; k < o.count && frontend::interruptSignal() == 0; ++k) {
     std::int64_t id = generator.next();
     generated.push_back(id);
     if (!o.json) std::cout << vocab.decodeToken(id, previous) << std::flush;
@@ -58,21 +61,24 @@ int run(const Options& o) {
   const auto end = std::chrono::steady_clock::now();
   const double promptSeconds = std::chrono::duration<double>(promptDone - start).count();
   const double genSeconds = std::chrono::duration<double>(end - promptDone).count();
+  const int sig = frontend::interruptSignal();
+  const std::int64_t count = std::int64_t(generated.size());
   if (o.json) {
     std::cout << nlohmann::json{{"prompt", o.prompt},
                                 {"prompt_tokens", prompt.size()},
                                 {"text", vocab.decode(generated)},
                                 {"token_ids", generated},
                                 {"seed", o.sampler.seed},
-                                {"tokens_per_second", genSeconds > 0 ? double(o.count) / genSeconds : 0.0}}
+                                {"interrupted", sig != 0},
+                                {"tokens_per_second", genSeconds > 0 ? double(count) / genSeconds : 0.0}}
                      .dump(2)
               << std::endl;
   } else {
     std::cout << std::endl;
   }
-  std::cerr << "txlc: generated " << o.count << " tokens in " << genSeconds << " s (prompt " << prompt.size()
+  std::cerr << "txlc: generated " << count << (sig ? " tokens (interrupted) in " : " tokens in ") << genSeconds << " s (prompt " << prompt.size()
             << " tokens in " << promptSeconds << " s, " << session.planCount() << " plans)" << std::endl;
-  return kExitOk;
+  return sig ? 128 + sig : kExitOk;
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ int run(const Options& o) {
                       {"tokens", streams},
                       {"hidden", nested(hidden)}};
   if (logprob) j["logprob"] = nested(lp);
-  if (o.output.empty()) {
+  if (o.output.empty() || o.output == "-") {
     std::cout << j.dump() << std::endl;
   } else {
     const std::string text = j.dump() + '\n';
@@ -146,12 +146,14 @@ void registerRun(CLI::App& app, Action& action) {
   cmd->add_option("--state-out", o->stateOut, "save the memory after the last segment to this state file");
   cmd->add_option("--format", o->format, "json (default) or safetensors (needs -o)")
       ->check(CLI::IsMember({"json", "safetensors"}));
-  cmd->add_option("-o,--output", o->output, "write the result here instead of stdout");
+  cmd->add_option("-o,--output", o->output, "write the result here instead of stdout (-: stdout)");
   cmd->add_flag("--no-logprob", o->noLogprob, "only the hidden states");
   cmd->callback([o, &action] {
     if (!o->tokensOpt->count() && !o->tokensFileOpt->count()) throw CLI::RequiredError("--tokens or --tokens-file");
     if (o->format == "safetensors" && o->output.empty())
       throw CLI::ValidationError("--format safetensors", "needs -o FILE (binary output does not go to stdout)");
+    if (o->format == "safetensors" && o->output == "-")
+      throw CLI::ValidationError("-o -", "--format safetensors is binary and does not go to stdout; give a file");
     action = [o] { return run(*o); };
   });
 }

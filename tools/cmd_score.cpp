@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -57,6 +58,9 @@ struct Options {
   bool resume = false, strict = false;
   std::int64_t maxTokens = std::int64_t(1) << 20;
   double rankTimeout = 120;
+  bool progress = false, noProgress = false;  // neither: a running estimate when stderr is a terminal
+  double maxUnkFraction = 0.10;
+  bool showProgress() const { return progress || (!noProgress && stderrIsTerminal()); }
 };
 
 // Message tags between ranks.
@@ -219,6 +223,46 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
+// The running estimate of a text's scoring on stderr: on a terminal one line
+// rewritten at most 5 times a second, else (--progress into a file or pipe)
+// a line at most every second, the first after the first segment.
+class Estimate {
+ public:
+  Estimate(bool on, bool characters)
+      : on_(on), terminal_(stderrIsTerminal()), characters_(characters), start_(Clock::now()) {}
+  void show(std::int64_t done, std::int64_t total, double nllSum, const std::string& where) {
+    if (!on_ || done <= 0) return;
+    const auto now = Clock::now();
+    if (shown_ && now - last_ < std::chrono::milliseconds(terminal_ ? 200 : 1000)) return;
+    shown_ = true;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = secs > 0 ? double(done) / secs : 0.0;
+    const double perToken = nllSum / double(done);
+    std::ostringstream line;
+    line << "txlc: score: " << done << "/" << total << " tokens (" << std::fixed << std::setprecision(1)
+         << 100.0 * double(done) / double(total) << " %)" << where << ", perplexity " << std::setprecision(3)
+         << std::exp(perToken);
+    if (characters_) line << ", bpc " << std::setprecision(4) << perToken / std::log(2.0);
+    line << ", " << std::setprecision(0) << rate << " tokens/s, ETA ";
+    const double eta = rate > 0 ? double(total - done) / rate : 0.0;
+    if (eta >= 60) line << std::int64_t(eta) / 60 << "m" << std::setw(2) << std::setfill('0') << std::int64_t(eta) % 60 << "s";
+    else line << std::setprecision(0) << eta << "s";
+    if (terminal_) std::cerr << "\r" << line.str() << "\033[K" << std::flush;
+    else std::cerr << line.str() << std::endl;
+  }
+  void clear() {
+    if (on_ && terminal_ && shown_) std::cerr << "\r\033[K" << std::flush;
+  }
+
+ private:
+  bool on_, terminal_, characters_, shown_ = false;
+  Clock::time_point start_, last_;
+};
+
+// 128 + the signal that interrupted the command.
+int interruptedExit() { return 128 + frontend::interruptSignal(); }
+
 // --- FILE: one text, cut into --batch streams ---------------------------------
 
 int runText(const Options& o, Processes& procs, Phase& phase) {
@@ -227,6 +271,7 @@ int runText(const Options& o, Processes& procs, Phase& phase) {
   Setting setting = o.model.setting(m);
 
   const ScoreInput in = scoreInputFromFile(m, o.file, o.ids);
+  checkUnknownFraction(in, o.maxUnkFraction);
   const std::vector<std::int64_t>& ids = in.ids;
   const std::int64_t streams = setting.batch;
   checkScoreLength(std::int64_t(ids.size()), streams, o.file);
@@ -248,44 +293,61 @@ int runText(const Options& o, Processes& procs, Phase& phase) {
   so.perToken = o.perToken;
   so.streams = streams;
   so.firstStream = first;
-  Progress progress(rank == 0 && stderrIsTerminal());
+  Estimate progress(rank == 0 && o.showProgress(), in.characters >= 0);
   std::optional<Peers> peers;
   if (rank == 0 && ranks > 1) peers.emplace(procs, o.rankTimeout);
+  // A single process ends cleanly on SIGINT/SIGTERM, with the totals so far;
+  // a split run is ended by its launcher.
+  if (ranks == 1) {
+    frontend::catchInterrupts();
+    so.stop = [] { return frontend::interruptSignal() != 0; };
+  }
   // Rank 0 collects the other shares' NLLs (per stream, and per token when asked).
   std::vector<double> streamNll(std::size_t(streams), 0.0);
   std::vector<float> perToken;
   std::int64_t streamLength = std::int64_t(ids.size()) / streams;
   if (o.perToken && rank == 0) perToken.assign(std::size_t(streams * (streamLength - 1)), 0.0f);
+  std::vector<double> streamNllSquares(std::size_t(streams), 0.0);
   std::int64_t othersDone = 0;  // tokens the other ranks reported
+  double othersNll = 0;         // the sum of their NLLs, for the running estimate
   const auto handle = [&](const Message& msg) {
     Reader r(msg.bytes);
     const auto at = r.get<std::int64_t>();
     const std::vector<double> nll = r.getAll<double>();
+    const std::vector<double> squares = r.getAll<double>();
     const std::vector<float> tokens = r.getAll<float>();
     othersDone += r.get<std::int64_t>();
-    TXL_CHECK(at >= 0 && at + std::int64_t(nll.size()) <= streams, "a share of streams outside the cut");
+    othersNll += r.get<double>();
+    TXL_CHECK(at >= 0 && at + std::int64_t(nll.size()) <= streams && squares.size() == nll.size(),
+              "a share of streams outside the cut");
     std::copy(nll.begin(), nll.end(), streamNll.begin() + at);
+    std::copy(squares.begin(), squares.end(), streamNllSquares.begin() + at);
     if (!perToken.empty()) std::copy(tokens.begin(), tokens.end(), perToken.begin() + at * (streamLength - 1));
   };
   auto lastSent = Clock::now();
   std::int64_t unsent = 0, doneHere = 0;
-  so.progress = [&](std::int64_t done, std::int64_t total) {
+  double unsentNll = 0, nllHere = 0;
+  so.progress = [&](std::int64_t done, std::int64_t total, double nll) {
     (void)total;
     unsent += done - doneHere;
     doneHere = done;
+    unsentNll += nll - nllHere;
+    nllHere = nll;
     if (rank == 0) {
       if (peers) peers->poll(std::chrono::milliseconds(0), handle);
-      progress.show(std::to_string(doneHere + othersDone) + "/" + std::to_string(streams * (streamLength - 1)) +
-                        " tokens" + (ranks > 1 ? " on " + std::to_string(ranks) + " ranks" : ""),
-                    doneHere + othersDone);
+      progress.show(doneHere + othersDone, streams * (streamLength - 1), nllHere + othersNll,
+                    ranks > 1 ? " on " + std::to_string(ranks) + " ranks" : "");
     } else if (Clock::now() - lastSent > std::chrono::milliseconds(250)) {  // a heartbeat with the progress
       Writer w;
       w.put(std::int64_t(first));
       w.putAll(std::vector<double>{});
+      w.putAll(std::vector<double>{});
       w.putAll(std::vector<float>{});
       w.put(unsent);
+      w.put(unsentNll);
       procs.sendToRoot(kTagStreams, std::move(w.bytes));
       unsent = 0;
+      unsentNll = 0;
       lastSent = Clock::now();
     }
   };
@@ -295,43 +357,61 @@ int runText(const Options& o, Processes& procs, Phase& phase) {
     Writer w;
     w.put(std::int64_t(first));
     w.putAll(r.streamNll);
+    w.putAll(r.streamNllSquares);
     w.putAll(r.perToken);
     w.put(unsent);
+    w.put(unsentNll);
     procs.sendToRoot(kTagStreams, std::move(w.bytes));
     procs.sendToRoot(kTagDone, {});
     return kExitOk;
   }
   std::copy(r.streamNll.begin(), r.streamNll.end(), streamNll.begin() + first);
+  std::copy(r.streamNllSquares.begin(), r.streamNllSquares.end(), streamNllSquares.begin() + first);
   if (!perToken.empty()) std::copy(r.perToken.begin(), r.perToken.end(), perToken.begin());
   else perToken = std::move(r.perToken);
   while (peers && !peers->allDone()) peers->poll(std::chrono::milliseconds(100), handle);
-  double nllSum = 0;  // the streams in order, as scoreTokens sums them
+  double nllSum = 0, nllSquares = 0;  // the streams in order, as scoreTokens sums them
   for (double s : streamNll) nllSum += s;
-  const std::int64_t scored = streams * (streamLength - 1);
+  for (double s : streamNllSquares) nllSquares += s;
+  const std::int64_t scored = r.interrupted ? r.scored : streams * (streamLength - 1);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   progress.clear();
   if (r.dropped > 0)
     std::cerr << "txlc: note: --batch " << streams << " cuts " << ids.size() << " tokens into " << streams
               << " streams of " << streamLength << "; dropped the last " << r.dropped << " tokens" << std::endl;
-  if (in.unknown > 0)
-    std::cerr << "txlc: note: " << in.unknown << " words of " << o.file
-              << " are not in the vocabulary (scored as <unk>)" << std::endl;
+  if (in.unknown > 0) {
+    const double unk = unknownFraction(in);
+    std::cerr << "txlc: " << (unk > 0.01 ? "warning" : "note") << ": " << in.unknown << " tokens of " << o.file
+              << " (" << std::fixed << std::setprecision(2) << 100 * unk << std::defaultfloat
+              << " %) are not in the vocabulary (scored as <unk>)"
+              << (unk > 0.01 ? "; the perplexity of <unk> is not the text's" : "") << std::endl;
+  }
+  if (r.interrupted)
+    std::cerr << "txlc: score: interrupted by " << (frontend::interruptSignal() == SIGINT ? "SIGINT" : "SIGTERM")
+              << " after " << scored << " of " << streams * (streamLength - 1) << " tokens; the totals are partial"
+              << std::endl;
 
   // The whole text's figures: every rank's streams, summed in stream order.
   ScoreResult total = r;
   total.batch = streams;
   total.nllSum = nllSum;
+  total.nllSquares = nllSquares;
   total.scored = scored;
   nlohmann::json j = scoreReport(m, setting, in, total, seconds);
   j["ranks"] = ranks;
   const double perTok = j["nll_per_token"].get<double>(), bitsPerToken = j["bits_per_token"].get<double>();
   const bool characters = j.contains("bits_per_char");
+  const int code = r.interrupted ? interruptedExit() : kExitOk;
+  if (r.interrupted) j["tokens_total"] = streams * (streamLength - 1);
   if (o.json) {
-    if (o.perToken) j["per_token_nll"] = perToken;
+    if (o.perToken) {
+      if (r.interrupted) perToken.resize(0);  // per token only for a complete run
+      j["per_token_nll"] = perToken;
+    }
     std::cout << j.dump(2) << std::endl;
-    return kExitOk;
+    return code;
   }
-  if (o.perToken) {
+  if (o.perToken && !r.interrupted) {
     // stream, position (of the predicted token in its stream), token, nll
     const frontend::Vocabulary* vocab = m.vocabulary && !o.ids ? &*m.vocabulary : nullptr;
     std::ostringstream out;
@@ -344,11 +424,18 @@ int runText(const Options& o, Processes& procs, Phase& phase) {
       }
     std::cout << out.str();
   }
-  std::cout << std::setprecision(10) << "tokens " << scored << "\nnll_sum " << nllSum << "\nperplexity "
-            << std::exp(perTok) << "\nbits_per_token " << bitsPerToken << "\n";
+  const double ppl = std::exp(perTok), pplErr = j["perplexity_stderr"].get<double>();
+  if (r.interrupted) std::cout << "partial " << scored << " of " << streams * (streamLength - 1) << " tokens\n";
+  std::cout << std::setprecision(10) << "tokens " << scored << "\nnll_sum " << nllSum << "\nnll_stderr "
+            << j["nll_stderr"].get<double>() << "\nperplexity " << ppl << "\nbits_per_token " << bitsPerToken << "\n";
   if (characters) std::cout << "bits_per_char " << bitsPerToken << "\n";
+  std::cout << "unk_tokens " << in.unknown << "\nunk_fraction " << std::setprecision(6) << unknownFraction(in) << "\n";
+  // The estimate as llama-perplexity gives it: perplexity ± its standard error (delta method).
+  const int digits = ppl >= 100 ? 2 : ppl >= 10 ? 3 : 4;
+  std::cout << std::fixed << std::setprecision(digits) << "estimate" << (r.interrupted ? " (partial)" : "")
+            << ": perplexity " << ppl << " \u00b1 " << pplErr << std::defaultfloat << "\n";
   std::cout << std::flush;
-  return kExitOk;
+  return code;
 }
 
 // --- --documents --------------------------------------------------------------
@@ -533,7 +620,7 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
   std::size_t written = 0;        // documents whose line is out
   std::int64_t predictedAll = 0;  // tokens predicted in this run, all ranks
   std::size_t scoredAll = 0;      // documents scored in this run, all ranks
-  Progress progress(stderrIsTerminal());
+  Progress progress(o.showProgress());
   std::optional<Peers> peers;
   if (ranks > 1) peers.emplace(procs, o.rankTimeout);
   const auto writeReady = [&] {
@@ -732,6 +819,12 @@ void registerScore(CLI::App& app, Action& action) {
   docOnly.push_back(
       cmd->add_option("--max-tokens", o->maxTokens, "--documents: longer documents are error lines (default 1048576)")
           ->check(positiveInt()));
+  CLI::Option* progressOn = cmd->add_flag(
+      "--progress", o->progress, "a running estimate on stderr (tokens, perplexity, tokens/s, ETA); default on a terminal");
+  cmd->add_flag("--no-progress", o->noProgress, "no running estimate, even on a terminal")->excludes(progressOn);
+  cmd->add_option("--max-unk-fraction", o->maxUnkFraction,
+                  "refuse a text whose share of <unk> tokens is above F (default 0.1)")
+      ->check(realIn(0, 1, false, "a fraction in [0, 1]"));
   cmd->add_option("--rank-timeout", o->rankTimeout,
                   "under mpirun: rank 0 gives up on a rank silent for this many seconds (default 120)")
       ->check(realIn(0, 1e9, true, "a number of seconds above 0"));
@@ -743,7 +836,8 @@ void registerScore(CLI::App& app, Action& action) {
         throw CLI::ValidationError(opt->get_name(), "excludes --documents (its output is one JSON line per document)");
     for (CLI::Option* opt : docOnly)
       if (!documents->count() && opt->count()) throw CLI::ValidationError(opt->get_name(), "needs --documents");
-    if (o->resume && o->output.empty()) throw CLI::ValidationError("--resume", "needs -o FILE");
+    if (o->resume && (o->output.empty() || o->output == "-")) throw CLI::ValidationError("--resume", "needs -o FILE");
+    if (o->output == "-") o->output.clear();  // the lines to stdout, as without -o
     if (o->documentsFormat != "auto" && o->documentsFormat != "lines" && o->documentsFormat != "jsonl")
       throw CLI::ValidationError("--documents-format",
                                  "expected auto, lines or jsonl, got '" + o->documentsFormat + "'");

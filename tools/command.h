@@ -27,6 +27,7 @@ void registerGenerate(CLI::App& app, Action& action);
 void registerRun(CLI::App& app, Action& action);
 void registerImport(CLI::App& app, Action& action);  // cmd_import.cpp
 void registerInfo(CLI::App& app, Action& action);    // cmd_info.cpp
+void registerCompletion(CLI::App& app, Action& action);  // cmd_completion.cpp: last, it lists the others
 
 // Options every command that builds graphs shares: --backend, --passes,
 // --disable-pass, --print-after-all, --print-after, --time-passes.

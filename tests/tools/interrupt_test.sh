@@ -1,0 +1,86 @@
+#!/bin/bash
+# tests/tools/interrupt_test.sh TXLC MODELS_DIR - real SIGINT/SIGTERM sent to real txlc processes.
+#
+# score (text and --json) prints the totals so far marked partial and exits
+# 128 + the signal; generate ends its line and prints its timing line; run
+# -o FILE leaves neither FILE nor a temporary behind. The signal is sent once
+# the first progress line is out (score) or output has started, not after a
+# fixed sleep.
+set -u
+set -m  # background jobs keep SIGINT (a non-interactive shell ignores it for them)
+TXLC=$1
+M=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+for i in 1 2 3 4 5 6 7 8; do cat "$M/kjv-char/valid.txt"; done > "$T/big.txt"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# wait_for FILE PATTERN PID: until FILE holds PATTERN (or the process ended), at most 60 s.
+wait_for() {
+  for _ in $(seq 600); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+for sig in INT TERM; do
+  want=$([ $sig = INT ] && echo 130 || echo 143)
+  # score --json
+  "$TXLC" score "$M/kjv-char" "$T/big.txt" --progress --json > "$T/out.json" 2> "$T/err" &
+  pid=$!
+  wait_for "$T/err" "tokens/s" $pid || bad "score --json $sig: no progress line: $(head -c 300 "$T/err")"
+  kill -$sig $pid
+  wait $pid
+  code=$?
+  [ $code = $want ] || bad "score --json SIG$sig: exit $code, expected $want"
+  python3 - "$T/out.json" <<'PY' || bad "score --json SIG$sig: not a partial JSON result"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True, d
+assert 0 < d["tokens"] < d["tokens_total"], d
+assert d["nll_stderr"] > 0 and d["perplexity"] > 1, d
+PY
+  grep -q "interrupted by SIG$sig" "$T/err" || bad "score --json SIG$sig: no interrupted line on stderr"
+  # score, text
+  "$TXLC" score "$M/kjv-char" "$T/big.txt" --progress > "$T/out.txt" 2> "$T/err" &
+  pid=$!
+  wait_for "$T/err" "tokens/s" $pid || bad "score $sig: no progress line"
+  kill -$sig $pid
+  wait $pid
+  code=$?
+  [ $code = $want ] || bad "score SIG$sig: exit $code, expected $want"
+  grep -q "^partial " "$T/out.txt" || bad "score SIG$sig: text output not marked partial: $(head -c 300 "$T/out.txt")"
+  grep -q "^estimate (partial): perplexity [0-9.]* ± [0-9.]*$" "$T/out.txt" || bad "score SIG$sig: no partial estimate line"
+  grep -q "tokens/s" "$T/out.txt" && bad "score SIG$sig: progress on stdout"
+  # generate
+  "$TXLC" generate "$M/kjv-char" --prompt "In the beginning" -n 100000000 > "$T/gen.txt" 2> "$T/err" &
+  pid=$!
+  for _ in $(seq 600); do [ "$(wc -c < "$T/gen.txt")" -gt 200 ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  kill -$sig $pid
+  wait $pid
+  code=$?
+  [ $code = $want ] || bad "generate SIG$sig: exit $code, expected $want"
+  [ "$(tail -c 1 "$T/gen.txt" | od -An -c | tr -d ' ')" = '\n' ] || bad "generate SIG$sig: the line is not ended"
+  grep -q "txlc: generated [0-9]* tokens (interrupted) in" "$T/err" || bad "generate SIG$sig: no timing line: $(cat "$T/err")"
+done
+
+# run -o FILE: a signal while it runs leaves neither the file nor a temporary.
+for i in $(seq 3000); do printf '%d ' $((i % 70 + 1)); done > "$T/ids.txt"
+mkdir "$T/out"
+"$TXLC" run "$M/kjv-char" --tokens-file "$T/ids.txt" -o "$T/out/run.json" 2> "$T/err" &
+pid=$!
+sleep 0.3
+kill -TERM $pid
+wait $pid
+code=$?
+if [ $code = 0 ]; then
+  python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/out/run.json" || bad "run: a half-written output"
+else
+  [ $code = 143 ] || bad "run SIGTERM: exit $code, expected 143"
+  [ -z "$(ls -A "$T/out")" ] || bad "run SIGTERM: left behind: $(ls -A "$T/out")"
+fi
+[ $fail = 0 ] && echo "interrupts: all passed"
+exit $fail
