@@ -103,6 +103,7 @@ nlohmann::json manifestJson(const Artifact& a, const WeightLayout& layout) {
             {"clamp_len", a.setting.clampLen},
             {"same_length", a.setting.sameLength},
             {"initial_memory", frontend::initialMemoryName(a.setting.initialMemory)},
+            {"precision", precisionName(a.setting.precision)},
             {"memory", memoryForm(a.setting)}}},
           {"passes", a.setting.pipeline.passes.value_or(std::vector<std::string>{})},
           {"vocabulary", a.vocabulary ? *a.vocabulary : nlohmann::json(nullptr)},
@@ -242,6 +243,9 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
   if (s.is_object() && s.contains("initial_memory"))
     a.setting.initialMemory = frontend::parseInitialMemory(r.string(s, "/setting", "initial_memory"),
                                                            name + ": manifest /setting/initial_memory");
+  // Artifacts written before precisions existed are f32.
+  if (s.is_object() && s.contains("precision"))
+    applyPrecision(a.setting, parsePrecision(r.string(s, "/setting", "precision"), name + ": manifest /setting/precision"));
   if (a.setting.batch < 1 || a.setting.qlen < 1 || a.setting.memLen < 0)
     r.fail("/setting", "expected batch >= 1, qlen >= 1, mem_len >= 0, got " + s.dump());
   if (memory != "hidden" && memory != "kv")

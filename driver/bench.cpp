@@ -260,6 +260,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.memoryForm = memoryForm(settings);
   r.semantics = frontend::semanticsName(m.spec.semantics);
   r.initialMemory = frontend::initialMemoryName(settings.initialMemory);
+  r.precision = precisionName(settings.precision);
   auto model = compile(m, settings);
   r.memLen = model->info().memLen;
   Streams streams{m.spec, settings.batch, std::mt19937_64(o.seed + 1)};
