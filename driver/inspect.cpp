@@ -94,6 +94,7 @@ std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipelin
         fusions.push_back({{"pass", remark.pass}, {"applied", remark.applied}, {"message", remark.message}});
       return nlohmann::json{{"semantics", frontend::semanticsName(spec.semantics)},
                             {"initial_memory", frontend::initialMemoryName(spec.defaultInitialMemory())},
+                            {"precision", precisionName(setting.precision)},
                             {"input", statsToJson(in)},
                             {"optimized", statsToJson(opt)},
                             {"fusions", fusions}}

@@ -8,6 +8,7 @@
 #    same figure as the model run at bf16 directly, and refuses --precision f32.
 # 3. inspect --precision bf16 shows the convert ops and f32-result linears;
 #    f32 shows none.
+#    The --json outputs report the precision.
 # 4. bf16 on a CPU whose oneDNN ISA lacks AVX512-BF16 (DNNL_MAX_CPU_ISA) is one
 #    error line and a non-zero exit.
 set -u
@@ -53,6 +54,14 @@ grep -q 'convert(%[0-9]*) {dtype = "bf16"} : bf16\[' "$T/bf16.ir" || { echo "FAI
 grep -q 'linear(.*{.*out_dtype = "f32".*} : f32\[' "$T/bf16.ir" || { echo "FAIL no f32-result linear at bf16"; fail=1; }
 "$TXLC" inspect "$M/kjv-char" > "$T/f32.ir" 2>/dev/null || { echo "FAIL inspect"; fail=1; }
 grep -q 'convert\|bf16' "$T/f32.ir" && { echo "FAIL the f32 graph has bf16 ops"; fail=1; }
+
+# The --json outputs that report the setting carry the precision.
+"$TXLC" conformance "$M/../tests/conformance/tiny_base" --precision bf16 --json 2>/dev/null | grep -q '"precision": "bf16"' ||
+  { echo "FAIL conformance --json lacks precision bf16"; fail=1; }
+"$TXLC" inspect "$M/kjv-char" --stats --format json --precision bf16 2>/dev/null | grep -q '"precision": "bf16"' ||
+  { echo "FAIL inspect --stats --format json lacks precision bf16"; fail=1; }
+"$TXLC" score "$M/kjv-char" "$M/kjv-char/valid.txt" --json 2>/dev/null | grep -q '"precision": "f32"' ||
+  { echo "FAIL score --json lacks precision f32"; fail=1; }
 
 # 4. A CPU without AVX512-BF16, as oneDNN sees it.
 if DNNL_MAX_CPU_ISA=AVX512_CORE "$TXLC" score "$M/kjv-char" "$M/kjv-char/valid.txt" --precision bf16 >"$T/out" 2>"$T/err"; then
