@@ -171,11 +171,13 @@ namespace onednn {
 using dnnl::memory;
 
 dnnl::matmul::primitive_desc fusedLinearPd(const dnnl::engine& eng, const ir::TensorType& x, const ir::TensorType& w,
-                                           bool bias, bool residual, bool relu, bool anyWeights) {
+                                           bool bias, bool residual, bool relu, bool anyWeights,
+                                           std::optional<ir::DType> dst) {
   const std::int64_t in = w.shape[1], out = w.shape[0];
   const std::int64_t m = x.rank() == 0 ? 1 : x.numel() / std::max<std::int64_t>(in, 1);
+  const ir::DType dstType = dst.value_or(x.dtype);
   memory::desc srcMd({m, in}, dnnlType(x.dtype), memory::dims{in, 1});
-  memory::desc dstMd({m, out}, dnnlType(x.dtype), memory::dims{out, 1});
+  memory::desc dstMd({m, out}, dnnlType(dstType), memory::dims{out, 1});
   memory::desc weightsMd =
       anyWeights ? memory::desc({in, out}, dnnlType(w.dtype), memory::format_tag::any) : linearPlainWeightsMd(w);
   dnnl::post_ops po;
@@ -184,7 +186,7 @@ dnnl::matmul::primitive_desc fusedLinearPd(const dnnl::engine& eng, const ir::Te
   auto attr = scratchpadAttr();
   attr.set_post_ops(po);
   if (bias) {
-    memory::desc biasMd({1, out}, dnnlType(w.dtype), memory::dims{out, 1});
+    memory::desc biasMd({1, out}, dnnlType(dstType), memory::dims{out, 1});
     return {dnnl::matmul::desc(srcMd, weightsMd, biasMd, dstMd), attr, eng};
   }
   return {dnnl::matmul::desc(srcMd, weightsMd, dstMd), attr, eng};
@@ -196,10 +198,10 @@ void Lowering::lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const 
   const View& x = ops[0];
   const View& w = ops[1];
   const bool constW = packsWeight(w);
-  auto pd = fusedLinearPd(plan_.engine, x.type, w.type, bias, residual, relu, constW);
+  auto pd = fusedLinearPd(plan_.engine, x.type, w.type, bias, residual, relu, constW, out.type.dtype);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())}, {DNNL_ARG_DST, mem(out, pd.dst_desc())}};
-  args[DNNL_ARG_WEIGHTS] =
-      constW ? constantWeights(w, linearPlainWeightsMd(w.type), pd.weights_desc()) : mem(w, pd.weights_desc());
+  args[DNNL_ARG_WEIGHTS] = constW ? constantWeights(w, linearPlainWeightsMd(storedWeightType(w)), pd.weights_desc())
+                                  : mem(w, pd.weights_desc());
   if (bias) args[DNNL_ARG_BIAS] = mem(ops[2], pd.bias_desc());
   if (residual) {
     const int index = relu ? 1 : 0;  // the binary post-op's position in the chain

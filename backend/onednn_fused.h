@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include <optional>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ir/types.h"
@@ -19,9 +21,11 @@
 namespace txl::backend::onednn {
 
 // The matmul of fused_linear: src [M, in] x weights [in, out] (+ bias [1, out]),
-// post-ops eltwise_relu (when relu), then binary_add of a dense [M, out] (when residual).
+// post-ops eltwise_relu (when relu), then binary_add of a dense [M, out] (when residual);
+// the result, the bias and the residual in `dst` when given, else x's dtype.
 dnnl::matmul::primitive_desc fusedLinearPd(const dnnl::engine& eng, const ir::TensorType& x, const ir::TensorType& w,
-                                           bool bias, bool residual, bool relu, bool anyWeights);
+                                           bool bias, bool residual, bool relu, bool anyWeights,
+                                           std::optional<ir::DType> dst = std::nullopt);
 
 }  // namespace txl::backend::onednn
 

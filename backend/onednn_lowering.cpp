@@ -78,11 +78,14 @@ bool Lowering::isConstant(const View& v) const {
 // released once packed (then the pack replaces the plain copy in memory
 // instead of doubling it). A weight computed at run time is never packed.
 bool Lowering::packsWeight(const View& w) const {
+  if (w.storedAs) return true;  // a converted constant exists only packed
   if (!isConstant(w) || !opt_.blockedWeights) return false;
   if (w.type.bytes() <= opt_.maxBlockedWeightBytes) return true;
   const ir::Tensor* user = plan_.buffers[w.buffer].weight;
   return user && user->fileBacked() && opt_.releasePackedPlainPages;
 }
+
+ir::TensorType storedWeightType(const View& w) { return {w.storedAs.value_or(w.type.dtype), w.type.shape}; }
 
 // A constant weight in the layout `wantMd`: bound as is when that is its
 // plain layout, else the model's packed copy (backend/packed_weights.h),
@@ -96,7 +99,8 @@ dnnl::memory Lowering::constantWeights(const View& w, const memory::desc& plainM
   packedNow_.push_back(w.buffer);
   if (const ir::Tensor* t = plan_.buffers[w.buffer].weight) {
     packs_.notePacked(*t, w.offset, plainMd.get_size());
-    if (w.strides.empty() && w.type.rank() == 2)  // rows [N, K] of the user's weight
+    // Rows [N, K] of the user's weight; lookupRows reads f32 packs only.
+    if (w.strides.empty() && w.type.rank() == 2 && !w.storedAs && wantMd.data.data_type == dnnl_f32)
       plan_.packedRows.push_back({plan_.ptr(w), plan_.ptr(w) + w.type.bytes(),
                                   std::size_t(w.type.shape[1]) * ir::dtypeSize(w.type.dtype), packed});
   }
@@ -133,8 +137,8 @@ void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View&
   const View& x = ops[0];
   const View& w = ops[1];
   const bool constW = packsWeight(w);
-  auto pd = linearPd(plan_.engine, x.type, w.type, ops.size() == 3, constW);
-  memory::desc plainMd = linearPlainWeightsMd(w.type);
+  auto pd = linearPd(plan_.engine, x.type, w.type, ops.size() == 3, constW, out.type.dtype);
+  memory::desc plainMd = linearPlainWeightsMd(storedWeightType(w));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())}, {DNNL_ARG_DST, mem(out, pd.dst_desc())}};
   args[DNNL_ARG_WEIGHTS] = constW ? constantWeights(w, plainMd, pd.weights_desc()) : mem(w, pd.weights_desc());
   if (ops.size() == 3) args[DNNL_ARG_BIAS] = mem(ops[2], pd.bias_desc());
@@ -514,6 +518,12 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
           lookupRows(table, t.type.shape[0], t.type.shape[1], id, ids.type.numel(), lo, p->packedRows, y);
       });
     }
+    case ir::OpKind::Convert:
+      if (aliased || out.type.numel() == 0) return;  // converted as its matmuls pack it (onednn_placement.cpp)
+      return copy(n, ops[0], viewStrides(ops[0]).empty() ? denseMd(ops[0].type)
+                                                         : memory::desc(ops[0].type.shape, dnnlType(ops[0].type.dtype),
+                                                                        viewStrides(ops[0])),
+                  0, out, denseMd(out.type), 0);
     case ir::OpKind::Linear:
       return lowerLinear(n, ops, out);
     case ir::OpKind::MatMul:

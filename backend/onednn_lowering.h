@@ -98,8 +98,11 @@ dnnl::primitive_attr scratchpadAttr();
 
 // linear: x [..., in] w [out, in] as matmul src [M, in] x weights [in, out]
 // (`any` layout when anyWeights, else the ba view of w) + bias [1, out].
+// The result (and the bias) are `dst` when given, else x's dtype.
 dnnl::matmul::primitive_desc linearPd(const dnnl::engine& eng, const ir::TensorType& x, const ir::TensorType& w,
-                                      bool hasBias, bool anyWeights);
+                                      bool hasBias, bool anyWeights, std::optional<ir::DType> dst = std::nullopt);
+// The dtype a weight view's bytes are in (View::storedAs), with its shape.
+ir::TensorType storedWeightType(const View& w);
 dnnl::memory::desc linearPlainWeightsMd(const ir::TensorType& w);
 // matmul with ranks padded to the result's, transposes as strides; an
 // operand given `strides` (elements, of its own shape) is a strided view.

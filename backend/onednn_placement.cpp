@@ -20,6 +20,7 @@
 //   - every other op: a fresh arena value.
 // Arena values are created in schedule order; their live ranges are the
 // node's own step until extendLiveness.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -107,6 +108,23 @@ bool permuteReadInPlace(const ir::Graph& g, ir::Node n) {
 
 }  // namespace
 
+// A convert of a dense constant (a weight or a view of one) whose every
+// reader is a linear or fused_linear reading it as its weight: those pack it
+// once, converting as they reorder, so the converted value never exists
+// unpacked (bf16-matmuls' weights).
+static bool convertedWhenPacked(const ir::Graph& g, ir::Node n, const Plan& plan, const View& x) {
+  const BufferKind k = plan.buffers[x.buffer].kind;
+  if ((k != BufferKind::Weight && k != BufferKind::Constant) || !x.strides.empty() || x.type.rank() != 2) return false;
+  const auto users = g.users(n);
+  return !users.empty() && std::all_of(users.begin(), users.end(), [&](ir::Node u) {
+    const ir::OpKind kind = g.kind(u);
+    if (kind != ir::OpKind::Linear && kind != ir::OpKind::FusedLinear) return false;
+    for (std::size_t i = 0; i < g.numOperands(u); ++i)
+      if ((g.operand(u, i) == n) != (i == 1)) return false;  // the weight, and nothing else
+    return true;
+  });
+}
+
 std::string nodeName(const ir::Graph& g, ir::Node n) {
   std::string s = std::string(ir::opInfo(g.kind(n)).name) + " (node " + std::to_string(g.op(n).id);
   if (g.op(n).type) s += ", " + g.op(n).type->str();
@@ -153,6 +171,18 @@ Placement placeValues(const ir::Graph& g, const std::vector<ir::Node>& order, co
       case ir::OpKind::AttnMask:
         p.view = View{plan.addBuffer(BufferKind::Constant, plan.allocate(op.type->bytes())), 0, *op.type};
         plan.constantBytes += op.type->bytes();
+        break;
+      case ir::OpKind::Convert:
+        if (convertedWhenPacked(g, n, plan, placement.at(g.operand(n, 0)).view)) {  // no value of its own
+          const View& xv = placement.at(g.operand(n, 0)).view;
+          p.view = xv;
+          p.view.type = *op.type;
+          if (xv.type.dtype != op.type->dtype) p.view.storedAs = xv.storedAs.value_or(xv.type.dtype);
+          p.root = placement.at(g.operand(n, 0)).root;
+          p.aliased = true;
+        } else {
+          newArena(p, n, *op.type, t);
+        }
         break;
       case ir::OpKind::Permute:
         if (permuteReadInPlace(g, n)) {  // a view: the operand's strides, permuted

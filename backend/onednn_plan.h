@@ -55,6 +55,10 @@ struct View {
   std::size_t offset = 0;
   ir::TensorType type;
   std::vector<std::int64_t> strides = {};  // empty: dense
+  // Set on a converted constant (a convert of a weight that only matmuls
+  // read): the bytes are still in this dtype, `type` is what the readers
+  // see; they convert it as they pack it (Lowering::constantWeights).
+  std::optional<ir::DType> storedAs = {};
 };
 
 struct Step {

@@ -61,15 +61,16 @@ memory::desc linearPlainWeightsMd(const ir::TensorType& w) {
 }
 
 dnnl::matmul::primitive_desc linearPd(const dnnl::engine& eng, const ir::TensorType& x, const ir::TensorType& w,
-                                      bool hasBias, bool anyWeights) {
+                                      bool hasBias, bool anyWeights, std::optional<ir::DType> dst) {
   const std::int64_t m = rowsOf(x), in = w.shape[1], out = w.shape[0];
+  const ir::DType dstType = dst.value_or(x.dtype);
   memory::desc srcMd({m, in}, dnnlType(x.dtype), memory::dims{in, 1});
-  memory::desc dstMd({m, out}, dnnlType(x.dtype), memory::dims{out, 1});
+  memory::desc dstMd({m, out}, dnnlType(dstType), memory::dims{out, 1});
   memory::desc weightsMd =
       anyWeights ? memory::desc({in, out}, dnnlType(w.dtype), memory::format_tag::any) : linearPlainWeightsMd(w);
   auto attr = scratchpadAttr();
   if (hasBias) {
-    memory::desc biasMd({1, out}, dnnlType(w.dtype), memory::dims{out, 1});
+    memory::desc biasMd({1, out}, dnnlType(dstType), memory::dims{out, 1});
     return {dnnl::matmul::desc(srcMd, weightsMd, biasMd, dstMd), attr, eng};
   }
   return {dnnl::matmul::desc(srcMd, weightsMd, dstMd), attr, eng};
@@ -155,10 +156,11 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::RelScores:  // own kernels (onednn_fused.cpp, rel_attention.cpp)
     case ir::OpKind::RelAttention:
     case ir::OpKind::LogprobPick:
+    case ir::OpKind::Convert:  // a reorder, or nothing (converted as its matmuls pack it)
       return std::nullopt;
     case ir::OpKind::FusedLinear:
       return fusedLinearPd(eng, operandType(0), operandType(1), op.attrs.getBool("bias"), op.attrs.getBool("residual"),
-                           op.attrs.getBool("relu"), true);
+                           op.attrs.getBool("relu"), true, op.type->dtype);
     case ir::OpKind::Add:
     case ir::OpKind::Sub:
     case ir::OpKind::Mul:
@@ -166,7 +168,7 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::Relu:
       return std::nullopt;  // element-wise: jit:uni / jit:avx512_core, no ref concern
     case ir::OpKind::Linear:
-      return linearPd(eng, operandType(0), operandType(1), g.numOperands(n) == 3, true);
+      return linearPd(eng, operandType(0), operandType(1), g.numOperands(n) == 3, true, op.type->dtype);
     case ir::OpKind::MatMul: {
       bool ta = op.attrs.getBool("transpose_a"), tb = op.attrs.getBool("transpose_b");
       auto mds = matmulMds(operandType(0), operandType(1), *op.type, ta, tb);

@@ -85,7 +85,7 @@ void PackedWeights::reorderInChunks(const void* plain, const dnnl::memory::desc&
                        plainMd.data.format_desc.blocking.strides[0] == 1 &&
                        plainMd.data.format_desc.blocking.strides[1] == dims[0];
   const bool drop = source && source->tensor && dropPlainPages_ && source->tensor->fileBacked();
-  const std::size_t columnBytes = plainBa ? std::size_t(dims[0]) * sizeof(float) : 0;
+  const std::size_t columnBytes = plainBa && dims[1] > 0 ? plainMd.get_size() / std::size_t(dims[1]) : 0;
   constexpr std::size_t kChunkBytes = std::size_t(16) << 20;
   if (!plainBa || !drop || plainMd.get_size() <= kChunkBytes) {
     dnnl::memory from(plainMd, engine, const_cast<void*>(plain));

@@ -65,7 +65,9 @@ Platform probe() {
   p.onednnVersion = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   const std::string hash = v->hash ? v->hash : "";
   if (!hash.empty() && hash != "N/A") p.onednnVersion += " (" + hash + ")";
-  p.onednnIsa = isaName(dnnl_get_effective_cpu_isa());
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  p.onednnIsa = isaName(isa);
+  p.bf16Matmuls = (unsigned(isa) & unsigned(dnnl_cpu_isa_avx512_core_bf16)) == unsigned(dnnl_cpu_isa_avx512_core_bf16);
   return p;
 }
 

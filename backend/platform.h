@@ -18,6 +18,10 @@ struct Platform {
   int logicalCpus = 0;        // CPUs this process may run on (its affinity mask)
   std::string onednnVersion;  // "2.6.0 (52b5f107)"
   std::string onednnIsa;      // the ISA oneDNN's CPU engine dispatches to ("avx512_core_bf16")
+  // That ISA includes AVX512-BF16 (avx512_core_bf16, or AMX, which implies it):
+  // oneDNN runs bf16 matmuls natively. DNNL_MAX_CPU_ISA lowers the ISA, so it
+  // can turn this off on a machine that has it.
+  bool bf16Matmuls = false;
 };
 
 // Read once, on first use.

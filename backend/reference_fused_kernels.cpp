@@ -58,8 +58,8 @@ ir::Tensor relAttention(const ir::Tensor& qu, const ir::Tensor& qv, const ir::Te
 }
 
 ir::Tensor fusedLinear(const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* bias, const ir::Tensor* residual,
-                       bool relu) {
-  ir::Tensor y = linear(x, w, bias);
+                       bool relu, std::optional<ir::DType> outType) {
+  ir::Tensor y = linear(x, w, bias, outType);
   if (relu) y = ref::relu(y);
   if (residual) y = add(y, *residual);
   return y;

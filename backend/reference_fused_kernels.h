@@ -5,6 +5,8 @@
 //   Tensor s = ref::relScores(ac, bdRaw, ref::attnMask(q, m, m, false), 0.125, -INFINITY);
 #pragma once
 
+#include <optional>
+
 #include "ir/tensor.h"
 
 namespace txl::backend::ref {
@@ -19,8 +21,9 @@ ir::Tensor relAttention(const ir::Tensor& qu, const ir::Tensor& qv, const ir::Te
                         const ir::Tensor& rt, const ir::Tensor& mask, const ir::Tensor* pad, double scale);
 
 // linear(x, w, bias), then relu when asked, then + residual (null: none).
+// The result dtype is x's, or `outType` when given.
 ir::Tensor fusedLinear(const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* bias, const ir::Tensor* residual,
-                       bool relu);
+                       bool relu, std::optional<ir::DType> outType = std::nullopt);
 
 // The logprob_pick op (ir/ops.def): x f32[..., N], idx i64[...], y f32[..., M]
 // or null. For t = idx[p]: log_softmax(x)[p, start + t - offset]

@@ -74,6 +74,12 @@ class ReferencePlan final : public CompiledGraph {
   }
 
  private:
+  // A linear's declared result dtype (its out_dtype), if any.
+  static std::optional<ir::DType> resultDType(const ir::OpData& op) {
+    if (op.attrs.has("out_dtype")) return ir::parseDType(op.attrs.getString("out_dtype"));
+    return std::nullopt;
+  }
+
   // The value of one op; sinks record their operand and return an empty tensor.
   Tensor evaluate(const ir::OpData& op, const std::vector<Tensor>& x, const TensorMap& inputs) {
     const ir::Attrs& a = op.attrs;
@@ -122,8 +128,10 @@ class ReferencePlan final : public CompiledGraph {
         return ref::pad(x[0], a.getInt("axis"), a.getInt("before"), a.getInt("after"), a.getFloat("value"));
       case OpKind::Embedding:
         return ref::embedding(x[0], x[1], a.getInt("lo"));
+      case OpKind::Convert:
+        return ref::convert(x[0], *ir::parseDType(a.getString("dtype")));
       case OpKind::Linear:
-        return ref::linear(x[0], x[1], x.size() == 3 ? &x[2] : nullptr);
+        return ref::linear(x[0], x[1], x.size() == 3 ? &x[2] : nullptr, resultDType(op));
       case OpKind::MatMul:
         return ref::matmul(x[0], x[1], a.getBool("transpose_a"), a.getBool("transpose_b"));
       case OpKind::LayerNorm:
@@ -148,7 +156,7 @@ class ReferencePlan final : public CompiledGraph {
                                 a.getInt("end"), a.getInt("classes"), a.getInt("column", 0));
       case OpKind::FusedLinear:
         return ref::fusedLinear(x[0], x[1], a.getBool("bias") ? &x[2] : nullptr,
-                                a.getBool("residual") ? &x.back() : nullptr, a.getBool("relu"));
+                                a.getBool("residual") ? &x.back() : nullptr, a.getBool("relu"), resultDType(op));
     }
     TXL_CHECK(false, "unknown op kind");
     return {};

@@ -379,7 +379,9 @@ Tensor embedding(const Tensor& table, const Tensor& ids, std::int64_t lo) {
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
+Tensor convert(const Tensor& x, DType dtype) { return fromF32(toF32(x, "convert").clone(), dtype); }
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, std::optional<DType> outType) {
   Tensor xf = toF32(x, "linear"), wf = toF32(w, "linear");
   Tensor bf = bias ? toF32(*bias, "linear") : Tensor();
   TXL_CHECK(w.type().rank() == 2, "linear weight must be [out, in], got " + w.type().str());
@@ -394,7 +396,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
       for (std::int64_t i = 0; i < in; ++i) acc += double(xf.data<float>()[r * in + i]) * wf.data<float>()[o * in + i];
       out.data<float>()[r * outF + o] = float(acc);
     }
-  return fromF32(out, x.dtype());
+  return fromF32(out, outType.value_or(x.dtype()));
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transposeA, bool transposeB) {

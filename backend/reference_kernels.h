@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/tensor.h"
@@ -52,7 +53,11 @@ Tensor pad(const Tensor& x, std::int64_t axis, std::int64_t before, std::int64_t
 // table [rows, E], ids i64[...] -> [..., E]; ids outside [lo, lo + rows) give zero rows.
 Tensor embedding(const Tensor& table, const Tensor& ids, std::int64_t lo);
 // x [..., in], w [out, in], bias [out] or null -> x w^T + bias.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias = nullptr);
+// The result is x's dtype, or `outType` when given (linear's out_dtype).
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias = nullptr,
+              std::optional<ir::DType> outType = std::nullopt);
+// x as `dtype` (f32 or bf16; bf16 rounded to nearest even).
+Tensor convert(const Tensor& x, ir::DType dtype);
 // a [..., M, K], b [..., K, N] (transposed first when asked); batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transposeA, bool transposeB);
 // Over the last axis, biased variance (as PyTorch).

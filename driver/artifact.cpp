@@ -108,6 +108,7 @@ nlohmann::json manifestJson(const Artifact& a, const WeightLayout& layout) {
             {"clamp_len", a.setting.clampLen},
             {"same_length", a.setting.sameLength},
             {"initial_memory", frontend::initialMemoryName(a.setting.initialMemory)},
+            {"precision", precisionName(a.setting.precision)},
             {"memory", memoryForm(a.setting)}}},
           {"passes", a.setting.pipeline.passes.value_or(std::vector<std::string>{})},
           {"vocabulary", a.vocabulary ? *a.vocabulary : nlohmann::json(nullptr)},
@@ -246,6 +247,9 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
   if (s.is_object() && s.contains("initial_memory"))
     a.setting.initialMemory = frontend::parseInitialMemory(r.string(s, "/setting", "initial_memory"),
                                                            name + ": manifest /setting/initial_memory");
+  // Artifacts written before precisions existed are f32.
+  if (s.is_object() && s.contains("precision"))
+    applyPrecision(a.setting, parsePrecision(r.string(s, "/setting", "precision"), name + ": manifest /setting/precision"));
   if (auto p = settingSizeProblem(a.spec, a.setting, /*quoteValues=*/false)) r.fail("/setting/" + p->field, p->message);
   if (memory != "hidden" && memory != "kv")
     r.fail("/setting/memory", "expected \"kv\" or \"hidden\", got \"" + memory + "\"");

@@ -84,9 +84,11 @@ std::size_t processPeakRss() {
 
 // Bytes one step of qlen 1 must read (bench.h): every layer's weights with
 // r_net replaced by its folded table over klen, the u/v biases, the output
-// layer when the segment computes it, and the cached keys and values.
+// layer when the segment computes it, and the cached keys and values; each
+// at its stored precision (at bf16 the matrices, every one a linear layer's
+// weight, are read as bf16 packs: 2 bytes an element).
 double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, std::int64_t batch,
-                        std::int64_t mlen, bool output) {
+                        std::int64_t mlen, bool output, bool bf16Matmuls) {
   const double f32 = 4.0, hd = double(spec.n_head * spec.d_head);
   std::set<const void*> seen;
   double bytes = 0;
@@ -94,7 +96,8 @@ double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& we
     if (!seen.insert(t.raw()).second) continue;
     const bool layer = name.rfind("layers.", 0) == 0, crit = name.rfind("crit.", 0) == 0;
     if (name.find("r_net.weight") != std::string::npos) continue;
-    if (layer || name == "r_w_bias" || name == "r_r_bias" || (crit && output)) bytes += double(t.bytes());
+    const double stored = bf16Matmuls && t.type().rank() == 2 ? double(t.bytes()) / 2 : double(t.bytes());
+    if (layer || name == "r_w_bias" || name == "r_r_bias" || (crit && output)) bytes += stored;
   }
   const double klen = double(mlen + 1);
   if (spec.attn_type == 0) bytes += double(spec.n_layer) * klen * hd * f32;       // W_r R, as stored
@@ -260,6 +263,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.memoryForm = memoryForm(settings);
   r.semantics = frontend::semanticsName(m.spec.semantics);
   r.initialMemory = frontend::initialMemoryName(settings.initialMemory);
+  r.precision = precisionName(settings.precision);
   auto model = compile(m, settings);
   r.memLen = model->info().memLen;
   Streams streams{m.spec, settings.batch, std::mt19937_64(o.seed + 1)};
@@ -308,7 +312,8 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.usefulGflops = flops.useful / (r.latency.avg / 1e3) / 1e9;
   if (r.probe.ok && r.probe.matmulPeakGflops > 0) r.efficiency = r.usefulGflops / r.probe.matmulPeakGflops;
   if (r.qlen == 1) {
-    r.memoryFloorBytes = memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll);
+    r.memoryFloorBytes = memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll,
+                                          settings.precision == Precision::BF16);
     if (r.probe.ok && r.probe.readBandwidthGbs > 0) {
       r.memoryFloorMs = r.memoryFloorBytes / (r.probe.readBandwidthGbs * 1e9) * 1e3;
       r.floorRatio = r.latency.median / r.memoryFloorMs;

@@ -101,6 +101,7 @@ std::vector<std::pair<std::string, nlohmann::json>> csvColumns(const BenchReport
                                        "model_form",
                                        "semantics",
                                        "initial_memory",
+                                       "precision",
                                        "backend",
                                        "memory_form",
                                        "batch",
@@ -196,6 +197,7 @@ nlohmann::json benchJson(const BenchReport& r) {
       {"model_form", r.modelForm},
       {"semantics", r.semantics},
       {"initial_memory", r.initialMemory},
+      {"precision", r.precision},
       {"backend", r.backend},
       {"memory_form", r.memoryForm},
       {"batch", r.batch},
@@ -263,7 +265,7 @@ std::string benchText(const BenchReport& r) {
   out.precision(1);
   out << "model        " << r.model << "\n";
   out << "model form   " << r.modelForm << ", " << r.semantics << " semantics, " << r.initialMemory
-      << " initial memory, " << r.backend << " backend, " << r.memoryForm << " memory\n";
+      << " initial memory, " << r.precision << ", " << r.backend << " backend, " << r.memoryForm << " memory\n";
   out << "setting      batch " << r.batch << ", qlen " << r.qlen << ", mem_len " << r.memLen << " (" << r.mlen
       << " remembered), " << r.threads << " threads" << (r.nll ? ", with NLL" : "") << "\n";
   out << "segments     " << r.repetitions << " x " << r.segments << " timed after " << r.warmup << " warm-up"

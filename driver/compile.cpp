@@ -67,6 +67,7 @@ Setting defaultSetting(const Model& m) {
     s.batch = a.batch, s.qlen = a.qlen, s.memLen = a.memLen, s.clampLen = a.clampLen, s.sameLength = a.sameLength;
     s.initialMemory = a.initialMemory;
     s.pipeline.passes = a.pipeline.passes;
+    applyPrecision(s, a.precision);
   }
   return s;
 }
@@ -131,11 +132,17 @@ void checkSetting(const frontend::ModelSpec& spec, const Setting& s) {
   if (s.sameLength && s.memLen == 0 && spec.semantics == frontend::Semantics::Authors)
     throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
   isOnednn(s.backend);
+  checkPrecisionSupported(s.precision, s.backend, "--precision");
+  TXL_CHECK(s.pipeline.bf16Matmuls == (s.precision == Precision::BF16),
+            "the setting's pipeline does not follow its precision (driver::applyPrecision)");
   passes::selectedPasses(s.pipeline);  // validates the names now, not at the first segment
 }
 
 void checkRunPipeline(const Model& m, const SettingChoice& c) {
   if (!m.artifact) return;
+  if (c.precision && parsePrecision(*c.precision, "--precision") != m.artifact->setting.precision)
+    throw Error("--precision: " + m.path + " is compiled for precision " +
+                precisionName(m.artifact->setting.precision) + "; recompile it with --precision " + *c.precision);
   const bool passes = c.passes && !c.passes->empty();
   if (passes || !c.disabled.empty())
     throw Error((passes ? "--passes" : "--disable-pass") + std::string(": ") + m.path +
@@ -405,6 +412,7 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
   if (m.artifact) {
     s.pipeline.passes = m.artifact->setting.pipeline.passes;
     s.pipeline.disabled.clear();
+    applyPrecision(s, m.artifact->setting.precision);  // an artifact runs at the precision it was compiled for
   }
   const frontend::ModelSpec spec = m.spec;
   if (!m.artifact) {

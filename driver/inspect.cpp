@@ -73,6 +73,7 @@ std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipelin
   // The spec's own setting (an artifact's too: inspect shows what its spec builds), batch and qlen as asked.
   Setting setting = defaultSetting(modelFrom(spec, {}));
   setting.backend = pipeline.backend, setting.pipeline = pipeline.pipeline;
+  applyPrecision(setting, pipeline.precision);
   setting.batch = r.batch;
   setting.qlen = r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1));
   backend::SegmentKey key{setting.qlen, r.mlen.value_or(spec.mem_len), {true, true}, false};
@@ -94,6 +95,7 @@ std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipelin
         fusions.push_back({{"pass", remark.pass}, {"applied", remark.applied}, {"message", remark.message}});
       return nlohmann::json{{"semantics", frontend::semanticsName(spec.semantics)},
                             {"initial_memory", frontend::initialMemoryName(spec.defaultInitialMemory())},
+                            {"precision", precisionName(setting.precision)},
                             {"input", statsToJson(in)},
                             {"optimized", statsToJson(opt)},
                             {"fusions", fusions}}

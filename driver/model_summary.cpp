@@ -73,6 +73,7 @@ nlohmann::json describeModel(const Model& m) {
                   {"clamp_len", s.clampLen},
                   {"same_length", s.sameLength},
                   {"initial_memory", frontend::initialMemoryName(s.initialMemory)},
+                  {"precision", precisionName(s.precision)},
                   {"memory_form", memoryForm(s)}};
   d["pipeline"] = passes::selectedPasses(s.pipeline);
   if (m.artifact) {
@@ -116,7 +117,8 @@ std::string modelSummaryText(const nlohmann::json& d) {
   else out << "vocabulary   " << str(d["vocabulary"]["size"]) << " " << str(d["vocabulary"]["kind"]) << "\n";
   out << "setting      batch " << str(st["batch"]) << ", qlen " << str(st["qlen"]) << ", mem_len " << str(st["mem_len"])
       << ", clamp_len " << str(st["clamp_len"]) << (st["same_length"].get<bool>() ? ", same length" : "") << "; "
-      << str(st["memory_form"]) << " memory\n";
+      << str(st["memory_form"]) << " memory" << (str(st["precision"]) == "f32" ? "" : ", " + str(st["precision"]))
+      << "\n";
   std::string passes;
   for (const auto& p : d["pipeline"]) passes += (passes.empty() ? "" : ", ") + p.get<std::string>();
   out << "pipeline     " << (passes.empty() ? "none" : passes) << "\n";

@@ -107,6 +107,7 @@ nlohmann::json scoreReport(const Model& m, const Setting& s, const ScoreInput& i
                       {"same_length", s.sameLength},
                       {"semantics", frontend::semanticsName(m.spec.semantics)},
                       {"initial_memory", frontend::initialMemoryName(s.initialMemory)},
+                      {"precision", precisionName(s.precision)},
                       {"dropped", r.dropped},
                       {"segments", r.segments},
                       {"seconds", seconds}};

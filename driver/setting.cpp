@@ -13,6 +13,11 @@ std::string memoryForm(const Setting& s) {
   return std::find(selected.begin(), selected.end(), "cache-projected-memory") != selected.end() ? "kv" : "hidden";
 }
 
+void applyPrecision(Setting& s, Precision p) {
+  s.precision = p;
+  s.pipeline.bf16Matmuls = p == Precision::BF16;
+}
+
 void selectPipeline(Setting& s, const SettingChoice& c) {
   if (c.backend) s.backend = *c.backend;
   // The same words as the command line's validators (tools/pipeline_flags.cpp), for callers that bypass them.
@@ -28,8 +33,10 @@ void selectPipeline(Setting& s, const SettingChoice& c) {
     named("--passes", [&] { s.pipeline.passes = passes::parsePassList(*c.passes); });
   for (const auto& name : c.disabled) {
     named("--disable-pass", [&] { passes::createPass(name); });
+    if (name == "bf16-matmuls") throw Error("--disable-pass: bf16-matmuls follows --precision; use --precision f32");
     s.pipeline.disabled.insert(name);
   }
+  if (c.precision) applyPrecision(s, parsePrecision(*c.precision, "--precision"));
   if (c.memory) {
     if (*c.memory == "hidden") s.pipeline.disabled.insert("cache-projected-memory");
     else if (*c.memory != "kv") throw Error("--memory: expected 'kv' or 'hidden', got '" + *c.memory + "'");

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/precision.h"
 #include "frontend/model_spec.h"
 #include "passes/pipeline.h"
 
@@ -39,6 +40,9 @@ struct Setting {
   frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;
   int threads = 0;                   // OpenMP threads (0: leave OpenMP's default)
   std::string backend = "onednn";    // the executor: "onednn" or "reference"
+  // The matmuls' precision (driver/precision.h); an artifact's own. It sets
+  // pipeline.bf16Matmuls (applyPrecision), which appends the bf16-matmuls pass.
+  Precision precision = Precision::F32;
   passes::PipelineOptions pipeline;  // the passes (default pipeline unless set) and their diagnostics
 };
 
@@ -54,7 +58,11 @@ struct SettingChoice {
   std::optional<std::string> passes;   // "a,b,c" or "none"
   std::vector<std::string> disabled;   // passes removed from the pipeline
   std::optional<std::string> memory;   // "kv" (the default pipeline's) or "hidden"
+  std::optional<std::string> precision;  // "f32" or "bf16"
 };
+
+// Sets s.precision and what follows from it in the pipeline (bf16Matmuls).
+void applyPrecision(Setting& s, Precision p);
 
 // Sets the backend and the pass selection of `s` from `c` (passes, disabled,
 // memory); validates every pass name (txl::Error, one line naming the flag).

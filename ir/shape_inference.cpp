@@ -92,9 +92,18 @@ Inferred matmul(const std::vector<TensorType>& ops, const Attrs& attrs) {
   return ok({a.dtype, out});
 }
 
-Inferred linear(const std::vector<TensorType>& ops) {
+Inferred linear(const std::vector<TensorType>& ops, const Attrs& attrs) {
   const auto& x = ops[0];
   const auto& w = ops[1];
+  DType outType = x.dtype;
+  if (attrs.has("out_dtype")) {
+    TXL_NEED("out_dtype", kString);
+    const auto d = parseDType(attrs.getString("out_dtype"));
+    if (!d || *d == DType::I64) return fail("out_dtype must be f32 or bf16, got '" + attrs.getString("out_dtype") + "'");
+    outType = *d;
+  }
+  if (x.dtype == DType::I64 || w.dtype == DType::I64 || x.dtype != w.dtype)
+    return fail("expected x and w of one float dtype, got " + x.str() + ", " + w.str());
   if (x.rank() < 1 || w.rank() != 2)
     return fail("expected x [..., in] and w [out, in], got " + x.str() + ", " + w.str());
   if (x.shape.back() != w.shape[1])
@@ -104,7 +113,7 @@ Inferred linear(const std::vector<TensorType>& ops) {
     return fail("bias must be [" + std::to_string(w.shape[0]) + "], got " + ops[2].str());
   Shape out = x.shape;
   out.back() = w.shape[0];
-  return ok({x.dtype, out});
+  return ok({outType, out});
 }
 
 Inferred concat(const std::vector<TensorType>& ops, const Attrs& attrs) {
@@ -285,7 +294,7 @@ Inferred fusedLinear(const std::vector<TensorType>& ops, const Attrs& attrs) {
     return fail("expected " + std::to_string(2 + int(bias) + int(residual)) +
                 " operands for bias = " + (bias ? "true" : "false") + ", residual = " + (residual ? "true" : "false") +
                 ", got " + std::to_string(ops.size()));
-  Inferred y = linear(std::vector<TensorType>(ops.begin(), ops.begin() + 2 + bias));
+  Inferred y = linear(std::vector<TensorType>(ops.begin(), ops.begin() + 2 + bias), attrs);
   if (!y.ok()) return y;
   if (residual && ops.back() != *y.type) return fail("residual must be " + y.type->str() + ", got " + ops.back().str());
   return y;
@@ -379,8 +388,15 @@ Inferred inferType(OpKind kind, const std::vector<TensorType>& ops, const Attrs&
       return pad(ops[0], attrs);
     case OpKind::Embedding:
       return embedding(ops, attrs);
+    case OpKind::Convert: {
+      TXL_NEED("dtype", kString);
+      const auto d = parseDType(attrs.getString("dtype"));
+      if (!d || *d == DType::I64) return fail("dtype must be f32 or bf16, got '" + attrs.getString("dtype") + "'");
+      if (ops[0].dtype == DType::I64) return fail("expected a floating-point operand, got " + ops[0].str());
+      return ok({*d, ops[0].shape});
+    }
     case OpKind::Linear:
-      return linear(ops);
+      return linear(ops, attrs);
     case OpKind::MatMul:
       return matmul(ops, attrs);
     case OpKind::LayerNorm:

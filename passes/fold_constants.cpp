@@ -12,7 +12,9 @@
 //
 // Deliberately not folded: a frontier value that is only a view of one weight
 // (reshape, or a slice along axis 0): folding it would copy the weight, and
-// executors read such views in place.
+// executors read such views in place; nor a convert of such a view (the
+// bf16 weights of passes/bf16_matmuls.cpp), which the executor converts as it
+// packs the weight.
 //
 // Algorithm:
 //   1. Mark the constant nodes in topological order.
@@ -55,6 +57,12 @@ bool isWeightView(const ir::Graph& g, Node n) {
   }
 }
 
+// A convert of a weight view (bf16-matmuls' weights): the executor converts
+// it as it packs it, so folding it would only add a converted copy.
+bool isConvertedWeightView(const ir::Graph& g, Node n) {
+  return g.kind(n) == OpKind::Convert && isWeightView(g, g.operand(n, 0));
+}
+
 // Copies the cone of `roots` (operands first) into `out`, naming each root's
 // value as an output "<index>".
 void copyCone(const ir::Graph& g, const std::vector<Node>& roots, ir::Graph& out) {
@@ -91,7 +99,7 @@ ir::PassResult FoldConstants::run(ir::Graph& g, ir::PassContext& ctx) {
     if (isConstant(g, n)) constant.insert(n);
   std::vector<Node> frontier;
   for (Node n : order) {
-    if (!constant.count(n) || isWeightView(g, n)) continue;
+    if (!constant.count(n) || isWeightView(g, n) || isConvertedWeightView(g, n)) continue;
     bool feedsRuntime = false;
     for (Node u : g.users(n)) feedsRuntime |= !constant.count(u);
     if (feedsRuntime) frontier.push_back(n);

@@ -115,6 +115,7 @@ void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const cha
     } else if (key == "disable_pass") {
       for (const auto& n : names(v, key)) c.disabled.push_back(n);
     } else if (key == "memory") c.memory = text(v, key);
+    else if (key == "precision") c.precision = text(v, key);
     else
       throw SettingFailure(std::string(function) + "(): unknown setting '" + key + "'; expected one of: " + keyList());
   }
@@ -132,6 +133,7 @@ py::dict settingToDict(const driver::Setting& s) {
   d["backend"] = s.backend;
   d["passes"] = passes::selectedPasses(s.pipeline);
   d["memory"] = driver::memoryForm(s);
+  d["precision"] = driver::precisionName(s.precision);
   return d;
 }
 

@@ -28,7 +28,7 @@ py::object toPython(const nlohmann::json& j);
 // The setting keywords, named as the command line's flags (--mem-len: mem_len).
 inline constexpr const char* kSettingKeys[] = {"batch",       "qlen",           "mem_len", "clamp_len",
                                                "same_length", "initial_memory", "threads", "backend",
-                                               "passes",      "disable_pass",   "memory"};
+                                               "passes",      "disable_pass",   "memory",  "precision"};
 // Applies the keywords `kwargs` to `c` (later calls override earlier ones).
 // An unknown key, or a value of the wrong type, is a SettingFailure naming it.
 void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const char* function);

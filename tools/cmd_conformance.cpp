@@ -39,6 +39,7 @@ int run(const Options& o) {
   }
   if (o.json)
     std::cout << nlohmann::json{{"backend", options.backend},
+                                {"precision", precisionName(options.precision)},
                                 {"passed", failed == 0},
                                 {"summary", {{"passed", passed}, {"failed", failed}, {"unreadable", unreadable}}},
                                 {"cases", report}}

@@ -85,6 +85,7 @@ int printMemoryPlan(const Options& o, const Setting& options) {
   const Model m = openModel(o.model, so);
   Setting setting = defaultSetting(m);
   setting.backend = options.backend, setting.pipeline = options.pipeline;  // an artifact keeps its passes
+  applyPrecision(setting, o.pipeline.precision.empty() ? setting.precision : options.precision);
   setting.batch = o.batch;
   if (o.qlen) setting.qlen = *o.qlen;
   checkSetting(m.spec, setting);

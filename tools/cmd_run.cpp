@@ -115,6 +115,7 @@ int run(const Options& o) {
   nlohmann::json j = {{"model_id", m.modelId},
                       {"semantics", frontend::semanticsName(m.spec.semantics)},
                       {"initial_memory", frontend::initialMemoryName(setting.initialMemory)},
+                      {"precision", precisionName(setting.precision)},
                       {"batch", batch},
                       {"qlen", total},
                       {"mlen_in", mlenIn},

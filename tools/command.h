@@ -39,6 +39,7 @@ struct PipelineFlags {
   std::vector<std::string> printAfter;
   bool timePasses = false;
   std::string memory = "kv";  // the memory form: kv (cache-projected-memory) or hidden
+  std::string precision;      // --precision f32|bf16; empty: the model's own (an artifact's), else f32
 
   void add(CLI::App& cmd, bool withBackend = true);
   // Sets the backend and the pipeline of `s`; validates pass names (txl::Error).

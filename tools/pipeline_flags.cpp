@@ -59,6 +59,16 @@ void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
                  "memory form: kv (remember projected keys and values, the default) or hidden (layer inputs, as "
                  "the reference)")
       ->check(oneOf({"kv", "hidden"}, "'kv' or 'hidden'"));
+  cmd.add_option("--precision", precision,
+                 "matmul precision: f32 (the default; an artifact's own) or bf16 (bf16 weights and inputs, f32 "
+                 "accumulation; needs AVX512-BF16 on the onednn backend; docs/PRECISION.md)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            // The backend flag is parsed in command-line order, so the CPU check waits for checkSetting
+            // when --backend comes later; here: the name, and the CPU for the default backend.
+            return driver::precisionProblem(s, "reference");
+          },
+          "f32|bf16"));
 }
 
 SettingChoice PipelineFlags::choice() const {
@@ -67,6 +77,7 @@ SettingChoice PipelineFlags::choice() const {
   if (!passes.empty()) c.passes = passes;
   c.disabled = disabled;
   c.memory = memory;
+  if (!precision.empty()) c.precision = precision;
   return c;
 }
 

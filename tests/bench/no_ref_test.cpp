@@ -29,8 +29,9 @@ ir::Tensor ids(std::int64_t qlen, std::int64_t batch, std::int64_t n, std::mt199
 }
 
 // Runs segments until the memory is full, then one at qlen 1; returns every
-// `ref` step of the plans met.
-std::vector<std::string> refSteps(const Case& c) {
+// `ref` step of the plans met, and at bf16 every linear layer's matmul whose
+// implementation is not a bf16 one.
+std::vector<std::string> refSteps(const Case& c, driver::Precision precision = driver::Precision::F32) {
   frontend::LoadOptions load;
   load.randomWeights = true;
   frontend::LoadedModel m = frontend::loadModel(std::string(TXL_BENCH_DIR) + "/" + c.spec, std::nullopt, load);
@@ -38,6 +39,7 @@ std::vector<std::string> refSteps(const Case& c) {
   driver::Setting setting = driver::defaultSetting(dm);
   setting.batch = c.batch;
   setting.memLen = c.memLen;
+  driver::applyPrecision(setting, precision);
   auto model = driver::compile(dm, setting);
   backend::Session s(model);
   std::mt19937_64 rng(1);
@@ -46,10 +48,13 @@ std::vector<std::string> refSteps(const Case& c) {
     auto* plan = dynamic_cast<backend::OnednnCompiledGraph*>(s.lastPlan());
     REQUIRE(plan != nullptr);
     REQUIRE(!plan->steps().empty());
-    for (const auto& step : plan->steps())
-      if (step.impl.rfind("ref", 0) == 0)
+    for (const auto& step : plan->steps()) {
+      const bool linear = step.op == "linear" || step.op == "fused_linear";
+      if (step.impl.rfind("ref", 0) == 0 ||
+          (precision == driver::Precision::BF16 && linear && step.impl.find("bf16") == std::string::npos))
         found.push_back(std::string(c.spec) + ": " + step.op + " (node " + std::to_string(step.node) + ") " +
                         step.primitive + " " + step.impl);
+    }
   };
   for (std::int64_t q : {c.qlen, c.qlen, c.qlen, std::int64_t(1)}) {
     ir::Tensor tokens = ids(q, c.batch, m.spec.n_token, rng), targets = ids(q, c.batch, m.spec.n_token, rng);
@@ -71,6 +76,20 @@ TEST_CASE("bench specs: no ref implementation in any plan step", "[bench][onednn
   for (const Case& c : cases) {
     INFO(c.spec);
     auto found = refSteps(c);
+    for (const auto& f : found) UNSCOPED_INFO(f);
+    CHECK(found.empty());
+  }
+}
+
+TEST_CASE("bench specs at bf16: no ref step, every linear layer on a bf16 matmul", "[bench][onednn][bf16]") {
+  const Case cases[] = {
+      {"enwik8_base.json", 1, 80, 160, false},
+      {"wt103_base.json", 1, 64, 128, true},
+      {"small_b8.json", 8, 128, 128, false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.spec);
+    auto found = refSteps(c, driver::Precision::BF16);
     for (const auto& f : found) UNSCOPED_INFO(f);
     CHECK(found.empty());
   }

@@ -9,6 +9,8 @@
 //   // REMARK: text              some remark of the passes contains text
 //   // NO-NUMERIC: why           skip the numeric check (a memory-form pass changes what a
 //                                slot holds, so the runs before and after are not comparable)
+//   // NUMERIC-TOLERANCE: t       the numeric check's relative and absolute tolerance
+//                                (a precision pass rounds; default 1e-5 relative)
 //   // CHECK / CHECK-NEXT / CHECK-NOT   matched against the printed result
 // Unless an error is expected, the reference interpreter also runs the graph
 // before and after the passes on seeded random weights, inputs and memories
@@ -41,6 +43,7 @@ struct TestFile {
   std::vector<std::string> remarks;
   bool expectUnchanged = false;
   bool numeric = true;
+  double tolerance = 1e-5;  // NUMERIC-TOLERANCE: relative and absolute
 };
 
 std::optional<std::string> directive(const std::string& line, const std::string& name) {
@@ -72,6 +75,7 @@ TestFile readTestFile(const fs::path& path) {
     if (auto v = directive(line, "REMARK")) t.remarks.push_back(*v);
     if (directive(line, "EXPECT-UNCHANGED")) t.expectUnchanged = true;
     if (directive(line, "NO-NUMERIC")) t.numeric = false;
+    if (auto v = directive(line, "NUMERIC-TOLERANCE")) t.tolerance = std::stod(*v);
   }
   return t;
 }
@@ -136,7 +140,8 @@ void runTestFile(const TestFile& t) {
     auto inputs = testing::randomInputs(before, seed);
     auto expected = testing::runGraph(*exe, before, weights, inputs);
     auto actual = testing::runGraph(*exe, after, weights, inputs);
-    auto diff = testing::compareOutputs(expected, actual, 1e-5);
+    auto diff = t.tolerance == 1e-5 ? testing::compareOutputs(expected, actual, 1e-5)
+                                    : testing::compareOutputs(expected, actual, t.tolerance, t.tolerance);
     if (diff) FAIL("seed " << seed << ": " << *diff);
   }
 }

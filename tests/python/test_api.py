@@ -113,3 +113,17 @@ def test_the_type_stub_sits_beside_the_module_and_covers_it(txlc):
     for cls in [txlc.Model, txlc.Session, txlc.Generation, txlc.Output]:
         for member in [m for m in vars(cls) if not m.startswith("_")]:
             assert f"def {member}(" in text or f"{member}:" in text, f"{cls.__name__}.{member}"
+
+
+def test_precision_keyword(txlc, kjv_char):
+    assert kjv_char.setting["precision"] == "f32"
+    assert "precision" in txlc.SETTING_KEYS
+    bf16 = kjv_char.setting_for(precision="bf16")
+    assert bf16["precision"] == "bf16" and bf16["passes"][-1] == "bf16-matmuls"
+    text = MODELS / "kjv-char" / "valid.txt"
+    f32 = kjv_char.score(text)["nll_per_token"]
+    low = kjv_char.score(text, precision="bf16")
+    assert low["precision"] == "bf16"
+    assert low["nll_per_token"] != f32 and abs(low["nll_per_token"] / f32 - 1) < 0.005
+    with pytest.raises(txlc.SettingError, match="int8 is not implemented yet"):
+        kjv_char.setting_for(precision="int8")
