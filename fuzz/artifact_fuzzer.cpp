@@ -13,23 +13,14 @@
 #include <cstring>
 #include <memory>
 
+#include "fuzz/artifact_image.h"
 #include "fuzz/fuzz_common.h"
 #include "driver/artifact.h"
 #include "driver/content_hash.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace txl;
-  const std::size_t capacity = (size + 63) / 64 * 64 + 64;
-  std::shared_ptr<std::byte> image(static_cast<std::byte*>(std::aligned_alloc(64, capacity)), std::free);
-  if (size) std::memcpy(image.get(), data, size);
-  if (size >= driver::kArtifactHeaderBytes + 8) {
-    std::uint64_t total = 0;
-    for (int i = 7; i >= 0; --i) total = total << 8 | std::uint64_t(std::to_integer<unsigned>(image.get()[48 + i]));
-    if (total == size) {
-      std::uint64_t sum = driver::contentHash(image.get(), size - 8);
-      for (int i = 0; i < 8; ++i) image.get()[size - 8 + i] = std::byte(sum >> (8 * i) & 0xff);
-    }
-  }
+  std::shared_ptr<std::byte> image = fuzz::artifactImage(data, size);
   try {
     driver::Artifact a = driver::parseArtifact(image, image.get(), size, "fuzz.txla");
     for (const auto& [name, t] : a.weights)
