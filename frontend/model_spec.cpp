@@ -52,6 +52,33 @@ std::string keyPointer(std::string_view key) {
   return p;
 }
 
+// "line L column C: what" for the 1-based byte `position` of `text`; `what`
+// is a nlohmann message, whose own "[json.exception...] ... at line L, column
+// C: " prefix is dropped.
+std::string describeAt(std::string_view text, std::size_t position, const std::string& what) {
+  std::size_t byte = std::min<std::size_t>(position == 0 ? 0 : position - 1, text.size());
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < byte; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  std::size_t at = what.find("column ");
+  at = at == std::string::npos ? std::string::npos : what.find(": ", at);
+  if (at == std::string::npos) {
+    at = what.find("] ");
+    at = at == std::string::npos ? 0 : at + 2;
+  } else {
+    at += 2;
+  }
+  std::string tail;
+  for (char c : what.substr(at)) tail += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
+  return "line " + std::to_string(line) + " column " + std::to_string(column) + ": " + tail;
+}
+
 // Builds the document through nlohmann's SAX interface: one pass, linear in
 // the text (its callback parser rescans the parent container after every
 // object it closes, which is quadratic in a long array of objects). Nesting
@@ -59,7 +86,7 @@ std::string keyPointer(std::string_view key) {
 // of the value; the pointer is built only for a message.
 class StrictBuilder : public nlohmann::json_sax<json> {
  public:
-  explicit StrictBuilder(const std::string& file) : file_(file) {}
+  StrictBuilder(const std::string& file, std::string_view text) : file_(file), text_(text) {}
 
   json take() { return std::move(root_); }
 
@@ -80,8 +107,14 @@ class StrictBuilder : public nlohmann::json_sax<json> {
     if (duplicate) throw Error(file_ + ": " + pointer() + ": duplicate key");
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    throw static_cast<const json::parse_error&>(e);
+  // nlohmann reports most faults as parse_error, but a number too large for a
+  // double ("1e999") as out_of_range: rethrow the first as itself, and give the
+  // others the same "line L column C: what" form, placed at the token's first
+  // character (`position` is just past its last).
+  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) override {
+    if (const auto* p = dynamic_cast<const json::parse_error*>(&e)) throw *p;
+    const std::size_t first = position >= token.size() ? position - token.size() + 1 : 1;
+    throw Error(file_ + ": " + describeAt(text_, first, e.what()));
   }
 
  private:
@@ -128,36 +161,12 @@ class StrictBuilder : public nlohmann::json_sax<json> {
   }
 
   const std::string& file_;
+  std::string_view text_;
   json root_;
   std::vector<json*> stack_;
   std::vector<std::string> keys_;  // per open object: the key being read
 };
 
-// "line L column C: what" from a nlohmann parse error over `text`.
-std::string describeParseError(const json::parse_error& e, std::string_view text) {
-  std::size_t byte = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < byte; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  std::string what = e.what();
-  std::size_t at = what.find("column ");
-  at = at == std::string::npos ? std::string::npos : what.find(": ", at);
-  if (at == std::string::npos) {
-    at = what.find("] ");
-    at = at == std::string::npos ? 0 : at + 2;
-  } else {
-    at += 2;
-  }
-  std::string tail;
-  for (char c : what.substr(at)) tail += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
-  return "line " + std::to_string(line) + " column " + std::to_string(column) + ": " + tail;
-}
 
 // ---------------------------------------------------------------- spec reader
 
@@ -332,12 +341,12 @@ std::string gib(double bytes) {
 // ---------------------------------------------------------------- public
 
 json parseJsonText(std::string_view text, const std::string& file) {
-  StrictBuilder builder(file);
+  StrictBuilder builder(file, text);
   try {
     json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json, /*strict=*/true);
     return builder.take();
   } catch (const json::parse_error& e) {
-    throw Error(file + ": " + describeParseError(e, text));
+    throw Error(file + ": " + describeAt(text, e.byte, e.what()));
   } catch (const json::exception& e) {
     throw Error(file + ": invalid JSON: " + e.what());
   }

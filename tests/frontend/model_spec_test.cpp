@@ -278,6 +278,9 @@ TEST_CASE("malformed JSON: line and column", "[spec][errors]") {
         "0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/"
         "0: JSON nested deeper than 64 levels");
   CHECK(errorOfText("{\"a\": \"\xff\"}").rfind("spec.json: line 1 column ", 0) == 0);
+  // A number beyond a double is nlohmann's out_of_range, not a parse_error.
+  CHECK(errorOfText("{\n \"d_model\": 1e999}") == "spec.json: line 2 column 13: number overflow parsing '1e999'");
+  CHECK(errorOfText("[-1e400]") == "spec.json: line 1 column 2: number overflow parsing '-1e400'");
 }
 
 TEST_CASE("loadModelSpec reads files and names them", "[spec]") {
