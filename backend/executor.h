@@ -45,6 +45,7 @@ struct StepInfo {
   std::uint64_t node = 0;  // the node's id
   std::string primitive;   // "matmul", "reorder", ... or "kernel" for an own kernel
   std::string impl;        // impl_info_str() ("brg:avx512_core"), or the own kernel's name
+  bool serial = false;     // runs on one thread however many the plan's team has
 };
 
 class CompiledGraph {

@@ -2,10 +2,13 @@
 //
 // compile() runs the phases of backend/onednn_phases.h in order: placement,
 // liveness, in place, lowering, arena. run() binds the input handles,
-// executes the steps on one stream, waits.
+// executes the steps on one stream, waits; a serial step runs with OpenMP's
+// thread count set to 1 (OnednnOptions::serialBelowNs).
 #include "backend/onednn_executor.h"
 
 #include <chrono>
+
+#include <omp.h>
 
 #include "backend/library_calls.h"
 #include "backend/onednn_lowering.h"
@@ -17,6 +20,24 @@ namespace txl::backend {
 namespace {
 
 using onednn::Plan;
+
+// Switches OpenMP's thread count between the team's and 1 as the steps ask,
+// and restores the team's on destruction (also when a step throws).
+class TeamSwitch {
+ public:
+  void before(const onednn::Step& s) {
+    if (s.serial == serial_ || team_ == 1) return;
+    omp_set_num_threads(s.serial ? 1 : team_);
+    serial_ = s.serial;
+  }
+  ~TeamSwitch() {
+    if (serial_) omp_set_num_threads(team_);
+  }
+
+ private:
+  int team_ = omp_get_max_threads();
+  bool serial_ = false;
+};
 
 class OnednnPlan final : public OnednnCompiledGraph {
  public:
@@ -39,7 +60,8 @@ class OnednnPlan final : public OnednnCompiledGraph {
  private:
   void compile(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options,
                onednn::PackedWeights& packs);
-  void runProfiled(std::size_t& i);
+  void execute(onednn::Step& s);
+  void runProfiled(std::size_t& i, TeamSwitch& team);
   Plan plan_;
   bool profiling_ = false;
   std::vector<double> stepSeconds_;
@@ -73,19 +95,11 @@ const TensorMap& OnednnPlan::run(const TensorMap& inputs) {
       LibraryCall call;
       bind.mem.set_data_handle(static_cast<char*>(plan_.buffers[bind.buffer].ptr) + bind.offset);
     }
-    if (profiling_) runProfiled(i);
+    TeamSwitch team;
+    if (profiling_) runProfiled(i, team);
     for (; i < plan_.steps.size(); ++i) {
-      onednn::Step& s = plan_.steps[i];
-      if (s.primitive) {
-        LibraryCall call;
-        s.primitive->execute(plan_.stream, s.args);
-      } else {
-        {
-          LibraryCall call;
-          plan_.stream.wait();
-        }
-        s.kernel();
-      }
+      team.before(plan_.steps[i]);
+      execute(plan_.steps[i]);
     }
     LibraryCall call;
     plan_.stream.wait();
@@ -97,14 +111,28 @@ const TensorMap& OnednnPlan::run(const TensorMap& inputs) {
   return plan_.outputs;
 }
 
+// A primitive is enqueued on the stream; an own kernel runs once the stream
+// has drained.
+void OnednnPlan::execute(onednn::Step& s) {
+  if (s.primitive) {
+    LibraryCall call;
+    s.primitive->execute(plan_.stream, s.args);
+  } else {
+    {
+      LibraryCall call;
+      plan_.stream.wait();
+    }
+    s.kernel();
+  }
+}
+
 // run()'s loop with a wait and a clock reading around every step.
-void OnednnPlan::runProfiled(std::size_t& i) {
+void OnednnPlan::runProfiled(std::size_t& i, TeamSwitch& team) {
   plan_.stream.wait();
   for (; i < plan_.steps.size(); ++i) {
+    team.before(plan_.steps[i]);
     const auto t0 = std::chrono::steady_clock::now();
-    onednn::Step& s = plan_.steps[i];
-    if (s.primitive) s.primitive->execute(plan_.stream, s.args);
-    else s.kernel();
+    execute(plan_.steps[i]);
     plan_.stream.wait();
     stepSeconds_[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

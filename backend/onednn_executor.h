@@ -47,6 +47,12 @@ struct OnednnOptions {
   // generated token's BD and p · V) run on the own kernel of backend/gemv.h
   // instead of oneDNN's, which is slower on these shapes (docs/LOG.md).
   bool ownGemv = true;
+  // A step whose estimated one-thread time is under this many nanoseconds
+  // (its bytes at 20 GB/s plus its matrix products at 60 GFLOP/s) is lowered
+  // and run on one OpenMP thread: waking the team and meeting at its barrier
+  // costs more than such a step saves, and far more when another process
+  // holds a core (docs/PERFORMANCE.md). 0 runs every step on the team.
+  double serialBelowNs = 20000;
 };
 
 // A oneDNN plan. Every query is CompiledGraph's (hasSteps() is true); the

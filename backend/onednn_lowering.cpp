@@ -9,12 +9,15 @@
 #include <cstring>
 #include <new>
 
+#include <omp.h>
+
 #include "backend/gemv.h"
 #include "backend/onednn_kernels.h"
 #include "backend/onednn_lowering.h"
 #include "backend/onednn_probe.h"
 #include "ir/check.h"
 #include "ir/host_memory.h"
+#include "ir/node_cost.h"
 #include "ir/shape_inference.h"
 
 namespace txl::backend::onednn {
@@ -66,6 +69,37 @@ void Lowering::addPrimitive(ir::Node n, const dnnl::primitive_desc_base& pd, con
 void Lowering::addKernel(ir::Node n, const char* name, std::function<void()> kernel) {
   plan_.steps.push_back({std::nullopt, {}, std::move(kernel)});
   record(n, "kernel", name);
+}
+
+namespace {
+
+// Sets OpenMP's thread count to 1 for its lifetime when `on` and the team is
+// larger: a primitive created meanwhile fixes its partition for one thread.
+class OneThread {
+ public:
+  explicit OneThread(bool on) : team_(on ? omp_get_max_threads() : 1) {
+    if (team_ > 1) omp_set_num_threads(1);
+  }
+  ~OneThread() {
+    if (team_ > 1) omp_set_num_threads(team_);
+  }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  int team_;
+};
+
+// One core's rough rates for the estimate of runsSerial().
+constexpr double kBytesPerNs = 20;  // 20 GB/s
+constexpr double kFlopsPerNs = 60;  // 60 GFLOP/s
+
+}  // namespace
+
+bool Lowering::runsSerial(ir::Node n) const {
+  if (opt_.serialBelowNs <= 0 || omp_get_max_threads() == 1) return false;
+  const double ns = ir::nodeBytes(g_, n) / kBytesPerNs + ir::matrixProductFlops(g_, n) / kFlopsPerNs;
+  return ns < opt_.serialBelowNs;
 }
 
 bool Lowering::isConstant(const View& v) const {
@@ -413,7 +447,13 @@ PlanOutputs lowerGraph(Plan& plan, const ir::Graph& g, const std::vector<ir::Nod
 }
 
 void Lowering::lower(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased) {
-  lowerNode(n, step, ops, out, aliased);
+  const bool serial = runsSerial(n);
+  const std::size_t first = plan_.steps.size();
+  {
+    OneThread one(serial);
+    lowerNode(n, step, ops, out, aliased);
+  }
+  for (std::size_t i = first; i < plan_.steps.size(); ++i) plan_.steps[i].serial = plan_.info[i].serial = serial;
   notePlainReads(ops, aliased);
 }
 
@@ -520,9 +560,10 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
     }
     case ir::OpKind::Convert:
       if (aliased || out.type.numel() == 0) return;  // converted as its matmuls pack it (onednn_placement.cpp)
-      return copy(n, ops[0], viewStrides(ops[0]).empty() ? denseMd(ops[0].type)
-                                                         : memory::desc(ops[0].type.shape, dnnlType(ops[0].type.dtype),
-                                                                        viewStrides(ops[0])),
+      return copy(n, ops[0],
+                  viewStrides(ops[0]).empty()
+                      ? denseMd(ops[0].type)
+                      : memory::desc(ops[0].type.shape, dnnlType(ops[0].type.dtype), viewStrides(ops[0])),
                   0, out, denseMd(out.type), 0);
     case ir::OpKind::Linear:
       return lowerLinear(n, ops, out);

@@ -50,6 +50,9 @@ class Lowering {
   void addKernel(ir::Node n, const char* name, std::function<void()> kernel);
   void record(ir::Node n, const char* kind, const std::string& impl);
   bool isConstant(const View& v) const;
+  // Whether node `n` runs on one thread: its one-thread time estimated from
+  // ir/node_cost.h is under OnednnOptions::serialBelowNs.
+  bool runsSerial(ir::Node n) const;
   // The weight-packing rule of every matmul over a weight (linear,
   // fused_linear): whether weight `w` is taken in the layout the primitive
   // chooses (format `any`) and packed once per model (constantWeights),

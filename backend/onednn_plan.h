@@ -65,6 +65,7 @@ struct Step {
   std::optional<dnnl::primitive> primitive;
   std::unordered_map<int, dnnl::memory> args;
   std::function<void()> kernel;  // an own kernel when `primitive` is empty
+  bool serial = false;           // lowered for, and run on, one OpenMP thread (OnednnOptions::serialBelowNs)
 };
 
 struct Binding {

@@ -193,7 +193,8 @@ std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::
   const auto& steps = plan->steps();
   const auto& secs = plan->stepSeconds();
   for (std::size_t i = 0; i < steps.size(); ++i)
-    rows.push_back({steps[i].op, steps[i].primitive, steps[i].impl, steps[i].node, secs[i] * 1e3 / runs});
+    rows.push_back(
+        {steps[i].op, steps[i].primitive, steps[i].impl, steps[i].node, secs[i] * 1e3 / runs, steps[i].serial});
   plan->setProfiling(false);
   return rows;
 }
@@ -312,8 +313,8 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.usefulGflops = flops.useful / (r.latency.avg / 1e3) / 1e9;
   if (r.probe.ok && r.probe.matmulPeakGflops > 0) r.efficiency = r.usefulGflops / r.probe.matmulPeakGflops;
   if (r.qlen == 1) {
-    r.memoryFloorBytes = memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll,
-                                          settings.precision == Precision::BF16);
+    r.memoryFloorBytes =
+        memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll, settings.precision == Precision::BF16);
     if (r.probe.ok && r.probe.readBandwidthGbs > 0) {
       r.memoryFloorMs = r.memoryFloorBytes / (r.probe.readBandwidthGbs * 1e9) * 1e3;
       r.floorRatio = r.latency.median / r.memoryFloorMs;

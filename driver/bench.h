@@ -69,7 +69,8 @@ Latency latencyOf(std::vector<double> ms);
 struct ProfileRow {
   std::string op, primitive, impl;
   std::uint64_t node = 0;
-  double ms = 0;  // per segment
+  double ms = 0;        // per segment
+  bool serial = false;  // ran on one thread (backend::StepInfo::serial)
 };
 
 struct SlidingWindowRow {

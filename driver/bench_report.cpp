@@ -13,6 +13,11 @@ namespace txl::driver {
 
 namespace {
 
+// A profile row's kind: "op primitive impl", then "(1 thread)" for a serial step.
+std::string stepKind(const ProfileRow& p) {
+  return p.op + " " + p.primitive + " " + p.impl + (p.serial ? " (1 thread)" : "");
+}
+
 // The profile of one case: time per kind of step, then the slowest steps.
 std::string profileText(const BenchReport& r) {
   if (r.profile.empty()) return "";
@@ -22,7 +27,7 @@ std::string profileText(const BenchReport& r) {
   for (const auto& p : r.profile) total += p.ms;
   std::map<std::string, std::pair<double, int>> byKind;
   for (const auto& p : r.profile) {
-    auto& e = byKind[p.op + " " + p.primitive + " " + p.impl];
+    auto& e = byKind[stepKind(p)];
     e.first += p.ms;
     e.second += 1;
   }
@@ -46,7 +51,7 @@ std::string profileText(const BenchReport& r) {
   out << "\n  slowest steps (ms/segment, op, node, primitive, impl)\n";
   for (std::size_t i = 0; i < std::min<std::size_t>(15, top.size()); ++i)
     out << "  " << top[i].ms << "  " << top[i].op << " " << top[i].node << " " << top[i].primitive << " " << top[i].impl
-        << "\n";
+        << (top[i].serial ? " (1 thread)" : "") << "\n";
   return out.str();
 }
 
@@ -245,8 +250,12 @@ nlohmann::json benchJson(const BenchReport& r) {
   if (!r.profile.empty()) {
     nlohmann::json p = nlohmann::json::array();
     for (const auto& row : r.profile)
-      p.push_back(
-          {{"op", row.op}, {"node", row.node}, {"primitive", row.primitive}, {"impl", row.impl}, {"ms", row.ms}});
+      p.push_back({{"op", row.op},
+                   {"node", row.node},
+                   {"primitive", row.primitive},
+                   {"impl", row.impl},
+                   {"serial", row.serial},
+                   {"ms", row.ms}});
     j["profile"] = p;
   }
   if (!r.slidingWindow.empty()) {

@@ -9,14 +9,16 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <mutex>
 
 #include "backend/onednn_executor.h"
 #include "backend/onednn_target_info.h"
+#include "backend/platform.h"
 #include "backend/reference_interpreter.h"
 #include "driver/content_hash.h"
 #include "frontend/initial_memory.h"
@@ -80,8 +82,7 @@ int maxThreads() {
   return kMaxThreadsPerCore * cores;
 }
 
-std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s,
-                                                 bool quoteValues) {
+std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s, bool quoteValues) {
   auto range = [quoteValues](const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi,
                              const char* what) -> std::optional<SettingProblem> {
     const std::string got = quoteValues ? "'" + std::to_string(v) + "'" : std::to_string(v);
@@ -230,6 +231,12 @@ void applyThreads(int threads) {
     started = threads;
   }
   omp_set_num_threads(threads);
+}
+
+int defaultThreads() {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (env && *env) return 0;
+  return backend::platform().physicalCores;
 }
 
 // --- what the setting gives the frontend and the backend -----------------------

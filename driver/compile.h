@@ -81,6 +81,10 @@ void noteReplanning(const Model& m, const Setting& s);
 
 // Sets the OpenMP thread count (0: leave OpenMP's default).
 void applyThreads(int threads);
+// The thread count a command uses when none is given: 0 (OpenMP's default)
+// when OMP_NUM_THREADS is set, else the physical cores this process may run
+// on (a second hardware thread of a core only competes for its units).
+int defaultThreads();
 
 // --- what the setting gives the frontend and the backend -----------------------
 

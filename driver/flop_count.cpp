@@ -41,7 +41,7 @@ double newRowFraction(const ir::Graph& g, Node x) {
 FlopCount countFlops(const ir::Graph& g) {
   FlopCount f;
   for (Node n : g.topologicalOrder()) {
-    const double flops = matrixProductFlops(g, n);
+    const double flops = ir::matrixProductFlops(g, n);
     if (flops == 0 || passes::rw::isConstant(g, n)) continue;
     const bool attention = g.kind(n) == OpKind::MatMul || g.kind(n) == OpKind::RelAttention;  // every key is read
     const double fraction = attention ? 1.0 : newRowFraction(g, g.operand(n, 0));

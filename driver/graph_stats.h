@@ -1,5 +1,5 @@
 // driver/graph_stats.h - what one segment graph costs: ops per kind, FLOPs and
-// bytes moved per segment (formulas in docs/PASSES.md).
+// bytes moved per segment (the per-node formulas are ir/node_cost.h).
 //
 //   GraphStats s = graphStats(g, /*hoistConstants=*/true);
 //   s.flops;  s.ops.at("linear");
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graph.h"
+#include "ir/node_cost.h"
 
 namespace txl::driver {
 
@@ -21,15 +22,6 @@ struct GraphStats {
   double bytes = 0;                         // per segment
   double constantFlops = 0;                 // hoisted: computed once when a plan is compiled
 };
-
-// 2·M·N·K of a matrix product (linear, fused_linear, matmul); 0 for any other op.
-double matrixProductFlops(const ir::Graph& g, ir::Node n);
-
-// FLOPs and bytes of one node as docs/PASSES.md defines them: a matrix
-// product's plus its fused element-wise epilogue, and the element-wise,
-// normalization and softmax costs.
-double nodeFlops(const ir::Graph& g, ir::Node n);
-double nodeBytes(const ir::Graph& g, ir::Node n);
 
 // With hoistConstants, nodes whose value depends only on weights and
 // attribute-only sources (evaluated once per plan by the backend's constant

@@ -61,7 +61,7 @@ std::shared_ptr<PyModel> load(const py::object& path, const py::object& weights,
   const std::string p = fspath(path, "path");
   const driver::OpenOptions o = openOptions(weights, vocab, randomWeights, seed);
   auto pm = std::make_shared<PyModel>();
-  pm->choice.threads = 1;  // the command line's default: fastest for small models, safe on a busy machine
+  pm->choice.threads = driver::defaultThreads();  // the command line's default
   applyKeywords(pm->choice, kwargs, "load");
   {
     py::gil_scoped_release release;

@@ -18,7 +18,7 @@ namespace {
 struct Options {
   std::vector<std::string> cases;
   bool json = false;
-  int threads = 1;
+  int threads = defaultThreads();
   PipelineFlags pipeline;
 };
 
@@ -59,7 +59,8 @@ void registerConformance(CLI::App& app, Action& action) {
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--json", o->json, "machine-readable report on stdout");
-  cmd->add_option("--threads", o->threads, "OpenMP threads for the oneDNN backend (default 1; 0: OpenMP's default)")
+  cmd->add_option("--threads", o->threads, "OpenMP threads for the oneDNN backend (default: the machine's physical cores; 0: OpenMP's "
+                  "default)")
       ->check(threadCountCheck());
   o->pipeline.add(*cmd);
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });

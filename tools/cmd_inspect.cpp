@@ -55,7 +55,7 @@ struct Options {
   std::uint64_t seed = 0;
   std::int64_t batch = 1;
   std::optional<std::int64_t> qlen, mlen;
-  int threads = 1;
+  int threads = defaultThreads();
   PipelineFlags pipeline;
 };
 
@@ -186,7 +186,8 @@ void registerInspect(CLI::App& app, Action& action) {
       ->check(nonNegativeInt());
   cmd->add_option("--batch", o->batch, "batch size (default 1)")->check(positiveInt());
   cmd->add_option("--threads", o->threads,
-                  "OpenMP threads for planning on the oneDNN backend (default 1; 0: OpenMP's default)")
+                  "OpenMP threads for planning on the oneDNN backend (default: the machine's physical cores; 0: "
+                  "OpenMP's default)")
       ->check(threadCountCheck());
   o->pipeline.add(*cmd);
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });

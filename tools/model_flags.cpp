@@ -34,8 +34,8 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
                          ->check(CLI::IsMember({"zeros", "empty"}));
   if (shape != Shape::None)
     cmd.add_option("--threads", threads,
-                   "OpenMP threads for the oneDNN backend (default 1: fastest for small models, and safe on a busy "
-                   "machine; 0: OpenMP's default)")
+                   "OpenMP threads for the oneDNN backend (default: the machine's physical cores, or OpenMP's "
+                   "default when OMP_NUM_THREADS is set; 0: OpenMP's default)")
         ->check(threadCountCheck());
   pipeline.add(cmd);
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "driver/compile.h"
 #include "driver/model.h"
 #include "tools/command.h"
 
@@ -23,7 +24,7 @@ struct ModelFlags {
   std::int64_t batch = 1, qlen = 0, memLen = 0, clampLen = -1;
   bool sameLength = false;
   std::string initialMemory;  // --initial-memory zeros|empty
-  int threads = 1;
+  int threads = defaultThreads();
   PipelineFlags pipeline;
   CLI::Option *weightsOpt = nullptr, *vocabOpt = nullptr, *batchOpt = nullptr, *qlenOpt = nullptr, *memLenOpt = nullptr,
               *clampLenOpt = nullptr, *initialMemoryOpt = nullptr;

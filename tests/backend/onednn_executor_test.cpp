@@ -2,6 +2,7 @@
 // small graphs and compared with the reference interpreter on seeded random
 // data; the implementations oneDNN picks for transformer-sized primitives.
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -67,24 +68,32 @@ std::unique_ptr<CompiledGraph> compareWithReference(const ir::Graph& g, TensorMa
   fillRandom(g, inputs, weights);
   auto refPlan = makeReferenceExecutor()->compile(g, weights);
   const TensorMap want = refPlan->run(inputs);
-  auto plan = makeOnednnExecutor()->compile(g, weights);
-  for (int round = 0; round < 2; ++round) {  // a second run must give the same answer
-    const TensorMap& got = plan->run(inputs);
-    REQUIRE(got.size() == want.size());
-    for (const auto& [name, w] : want) {
-      INFO("output " << name << " (run " << round << ")");
-      REQUIRE(got.count(name));
-      const Tensor& t = got.at(name);
-      REQUIRE(t.type() == w.type());
-      if (w.dtype() == DType::I64) {
-        for (I i = 0; i < w.numel(); ++i) REQUIRE(t.data<I>()[i] == w.data<I>()[i]);
-        continue;
-      }
-      for (I i = 0; i < w.numel(); ++i) {
-        const float a = t.data<float>()[i], b = w.data<float>()[i];
-        INFO("element " << i << ": onednn " << a << ", reference " << b);
-        if (std::isinf(b) || std::isnan(b)) REQUIRE((a == b || (std::isnan(a) && std::isnan(b))));
-        else REQUIRE(std::fabs(a - b) <= 1e-5f * std::max(1.0f, std::fabs(b)));
+  // Every step on the thread team, then every step on one thread (serial
+  // small steps: the primitives are created for one thread).
+  std::unique_ptr<CompiledGraph> plan;
+  for (const double serialBelowNs : {0.0, 1e18}) {
+    OnednnOptions options;
+    options.serialBelowNs = serialBelowNs;
+    plan = makeOnednnExecutor(options)->compile(g, weights);
+    for (int round = 0; round < 2; ++round) {  // a second run must give the same answer
+      INFO("serialBelowNs " << serialBelowNs);
+      const TensorMap& got = plan->run(inputs);
+      REQUIRE(got.size() == want.size());
+      for (const auto& [name, w] : want) {
+        INFO("output " << name << " (run " << round << ")");
+        REQUIRE(got.count(name));
+        const Tensor& t = got.at(name);
+        REQUIRE(t.type() == w.type());
+        if (w.dtype() == DType::I64) {
+          for (I i = 0; i < w.numel(); ++i) REQUIRE(t.data<I>()[i] == w.data<I>()[i]);
+          continue;
+        }
+        for (I i = 0; i < w.numel(); ++i) {
+          const float a = t.data<float>()[i], b = w.data<float>()[i];
+          INFO("element " << i << ": onednn " << a << ", reference " << b);
+          if (std::isinf(b) || std::isnan(b)) REQUIRE((a == b || (std::isnan(a) && std::isnan(b))));
+          else REQUIRE(std::fabs(a - b) <= 1e-5f * std::max(1.0f, std::fabs(b)));
+        }
       }
     }
   }
@@ -410,6 +419,48 @@ TEST_CASE("onednn: no ref implementation on a transformer-shaped graph", "[onedn
   CHECK(hot == 7);
   OnednnTargetInfo target;
   for (Node n : g.nodes()) CHECK_FALSE(target.slowPathReason(g, n));
+}
+
+TEST_CASE("onednn: steps estimated under serialBelowNs run on one thread; the team's count is restored", "[onednn]") {
+  // A tiny add (a few hundred bytes) and a 256 x 1024 x 1024 linear
+  // (0.5 GFLOP: milliseconds on one core).
+  ir::Graph g;
+  Node a = g.addInput("a", f32({4, 8}));
+  g.addOutput("sum", g.add(OpKind::Add, {a, g.addInput("b", f32({4, 8}))}));
+  Node x = g.addInput("x", f32({256, 1024}));
+  g.addOutput("y", g.add(OpKind::Linear, {x, g.addWeight("w", f32({1024, 1024}))}));
+  TensorMap inputs, weights;
+  fillRandom(g, inputs, weights);
+  const int team = omp_get_max_threads();
+  auto serialOf = [&](const CompiledGraph& plan, const char* op) {
+    for (const auto& st : stepsOf(plan))
+      if (st.op == op) return st.serial;
+    FAIL("no " << op << " step");
+    return false;
+  };
+  {
+    auto plan = makeOnednnExecutor()->compile(g, weights);
+    CHECK(omp_get_max_threads() == team);  // the lowering restores the count too
+    plan->run(inputs);
+    CHECK(omp_get_max_threads() == team);
+    CHECK(serialOf(*plan, "add") == (team > 1));  // with one thread there is no team to leave
+    CHECK_FALSE(serialOf(*plan, "linear"));
+  }
+  {
+    OnednnOptions none;
+    none.serialBelowNs = 0;
+    auto plan = makeOnednnExecutor(none)->compile(g, weights);
+    plan->run(inputs);
+    for (const auto& st : stepsOf(*plan)) CHECK_FALSE(st.serial);
+  }
+  {  // with the team set to one thread, nothing is marked
+    omp_set_num_threads(1);
+    auto plan = makeOnednnExecutor()->compile(g, weights);
+    plan->run(inputs);
+    CHECK(omp_get_max_threads() == 1);
+    for (const auto& st : stepsOf(*plan)) CHECK_FALSE(st.serial);
+    omp_set_num_threads(team);
+  }
 }
 
 TEST_CASE("onednn: target info finds no slow path where the lowering has a fast one", "[onednn]") {

@@ -3,6 +3,8 @@
 # docstrings and the type stub.
 import inspect as pyinspect
 import json
+import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -18,7 +20,11 @@ def test_model_properties_and_setting(txlc, kjv_char):
     assert len(kjv_char.model_id) == 16
     assert kjv_char.spec["n_token"] == 73
     s = kjv_char.setting
-    assert (s["batch"], s["qlen"], s["mem_len"], s["threads"], s["backend"], s["memory"]) == (1, 64, 64, 1, "onednn", "kv")
+    assert (s["batch"], s["qlen"], s["mem_len"], s["backend"], s["memory"]) == (1, 64, 64, "onednn", "kv")
+    # The command line's default: the physical cores txlc --version reports, or
+    # OpenMP's default (0) when OMP_NUM_THREADS is set.
+    cores = int(re.search(r"(\d+) physical cores", run_txlc("--version").stdout).group(1))
+    assert s["threads"] == (0 if os.environ.get("OMP_NUM_THREADS") else cores)
     assert "cache-projected-memory" in s["passes"]
     t = kjv_char.setting_for(batch=3, mem_len=0, memory="hidden", disable_pass=["fuse-attention"], passes=None)
     assert (t["batch"], t["mem_len"], t["memory"]) == (3, 0, "hidden")
