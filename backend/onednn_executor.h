@@ -49,10 +49,15 @@ struct OnednnOptions {
   bool ownGemv = true;
   // A step whose estimated one-thread time is under this many nanoseconds
   // (its bytes at 20 GB/s plus its matrix products at 60 GFLOP/s) is lowered
-  // and run on one OpenMP thread: waking the team and meeting at its barrier
-  // costs more than such a step saves, and far more when another process
-  // holds a core (docs/PERFORMANCE.md). 0 runs every step on the team.
-  double serialBelowNs = 20000;
+  // and run on one OpenMP thread. Every parallel step ends at a barrier, and
+  // when another process holds a core the team waits there for its thread
+  // that lost its time slice: a step this short saves less with the team on
+  // a free machine than it loses on a loaded one. 500 µs keeps every
+  // benchmark spec and bundled model within 1.5x of one thread beside a CPU
+  // hog and leaves the large steps (the matmuls of qlen 64 and up) on the
+  // team (docs/PERFORMANCE.md, "Threads on a loaded machine"). 0 runs every
+  // step on the team.
+  double serialBelowNs = 500000;
 };
 
 // A oneDNN plan. Every query is CompiledGraph's (hasSteps() is true); the

@@ -52,7 +52,8 @@ time_one() {
     { echo "bench/contention.sh: txlc bench $* failed:" >&2; cat "$tmp/err" >&2; exit 2; }
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "ms_per_segment") c = i } NR == 2 { print $c }' "$tmp/out.csv"
 }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2}'; }
+# The median of the figures in $*, with three significant digits.
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.3g\n", m}'; }
 
 declare -A ms=()  # "benchmark index,condition,threads" -> the runs' figures, space-separated
 for ((r = 1; r <= rounds; r++)); do
