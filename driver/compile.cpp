@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -186,16 +187,16 @@ void noteReplanning(const Model& m, const Setting& s) {
 }
 
 void applyThreads(int threads) {
-  if (threads <= 0) return;
   if (threads > maxThreads())
     throw Error("--threads: expected a positive integer at most " + std::to_string(maxThreads()) + " (" +
                 std::to_string(kMaxThreadsPerCore) + " per core this process may use), got " + std::to_string(threads));
+  const int team = threads > 0 ? threads : omp_get_max_threads();
   // libgomp ends the process when it cannot create its threads; create them
   // here first, all at once, so that a thread limit is one error line.
   static std::mutex mutex;
   static int started = 1;
   std::lock_guard<std::mutex> lock(mutex);
-  if (threads > started) {
+  if (team > started) {
     struct Gate {
       std::mutex m;
       std::condition_variable cv;
@@ -203,7 +204,7 @@ void applyThreads(int threads) {
     } gate;
     std::vector<pthread_t> ids;
     int err = 0;
-    for (int i = 1; i < threads && err == 0; ++i) {
+    for (int i = 1; i < team && err == 0; ++i) {
       pthread_t id;
       err = ::pthread_create(
           &id, nullptr,
@@ -223,14 +224,23 @@ void applyThreads(int threads) {
     gate.cv.notify_all();
     for (pthread_t id : ids) ::pthread_join(id, nullptr);
     if (err != 0)
-      throw Error("--threads: cannot create " + std::to_string(threads) + " threads (" +
-                  std::to_string(ids.size() + 1) + " were possible): " + std::strerror(err));
-    omp_set_num_threads(threads);
+      throw Error("--threads: cannot create " + std::to_string(team) + " threads (" + std::to_string(ids.size() + 1) +
+                  " were possible): " + std::strerror(err));
+    // The team's threads start with SIGINT, SIGTERM and SIGHUP blocked (a
+    // thread inherits its creator's mask), so those signals always reach a
+    // thread of the command itself, which holds them back around its own
+    // critical sections (registering a temporary file: frontend/atomic_file.cpp).
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+    ::pthread_sigmask(SIG_BLOCK, &block, &old);
+    omp_set_num_threads(team);
 #pragma omp parallel
     {}
-    started = threads;
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    started = team;
   }
-  omp_set_num_threads(threads);
+  if (threads > 0) omp_set_num_threads(threads);
 }
 
 int defaultThreads() {

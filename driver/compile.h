@@ -79,7 +79,9 @@ bool replans(const Model& m, const Setting& s);
 // then the one error line, never a note followed by an error.
 void noteReplanning(const Model& m, const Setting& s);
 
-// Sets the OpenMP thread count (0: leave OpenMP's default).
+// Sets the OpenMP thread count (0: leave OpenMP's default) and starts the
+// team's threads, with SIGINT, SIGTERM and SIGHUP blocked in them: those
+// signals are handled by the command's own threads.
 void applyThreads(int threads);
 // The thread count a command uses when none is given: 0 (OpenMP's default)
 // when OMP_NUM_THREADS is set, else the physical cores this process may run
