@@ -32,6 +32,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "frontend/atomic_file.h"
 #include "frontend/model_loader.h"
 #include "ir/check.h"
 #include "ir/dot.h"
@@ -50,7 +51,7 @@ namespace txl::tools {
 namespace {
 
 struct Options {
-  std::string model, weights, stage = "optimized", format = "text";
+  std::string model, weights, stage = "optimized", format = "text", output;
   bool randomWeights = false, stats = false, memoryPlan = false;
   std::uint64_t seed = 0;
   std::int64_t batch = 1;
@@ -73,7 +74,7 @@ std::string mib(std::size_t bytes) {
   return buf;
 }
 
-int printMemoryPlan(const Options& o, const Setting& options) {
+std::string memoryPlanReport(const Options& o, const Setting& options) {
   if (options.backend != "onednn")
     throw Error("--memory-plan: plans are made by the onednn backend, not '" + options.backend + "'");
   namespace fs = std::filesystem;
@@ -125,22 +126,28 @@ int printMemoryPlan(const Options& o, const Setting& options) {
                         {"weights_bytes", weights},
                         {"constant_bytes", constants},
                         {"buffers", buffers}};
-    std::cout << j.dump(2) << std::endl;
-    return kExitOk;
+    return j.dump(2) + "\n";
   }
-  std::printf("memory plan of a segment of %lld tokens against %lld remembered positions, batch %lld\n",
-              (long long)setting.qlen, (long long)mlen, (long long)setting.batch);
-  std::printf("  %-12s %12s  (%.3fx the lower bound)\n", "arena", mib(mp.arenaBytes).c_str(), ratio);
-  std::printf("  %-12s %12s  (most bytes live at one step)\n", "lower bound", mib(mp.lowerBoundBytes).c_str());
-  std::printf("  %-12s %12s  (every buffer apart)\n", "no reuse", mib(mp.noReuseBytes).c_str());
-  std::printf("  %-12s %12s  (recurrent memory windows)\n", "state", mib(state).c_str());
-  std::printf("  %-12s %12s\n", "weights", mib(weights).c_str());
-  std::printf("  %-12s %12s  (folded constants, blocked weight copies, tables)\n", "constants", mib(constants).c_str());
-  std::printf("\n%12s %12s %6s %6s  %s\n", "offset", "bytes", "first", "last", "buffer");
-  for (const auto& b : mp.buffers)
-    std::printf("%12zu %12zu %6zu %6zu  %s\n", b.offset, b.request.bytes, b.request.first, b.request.last,
-                b.request.label.c_str());
-  return kExitOk;
+  std::string out;
+  auto add = [&out](const char* format, auto... args) {
+    char line[512];
+    std::snprintf(line, sizeof line, format, args...);
+    out += line;
+  };
+  add("memory plan of a segment of %lld tokens against %lld remembered positions, batch %lld\n",
+      (long long)setting.qlen, (long long)mlen, (long long)setting.batch);
+  add("  %-12s %12s  (%.3fx the lower bound)\n", "arena", mib(mp.arenaBytes).c_str(), ratio);
+  add("  %-12s %12s  (most bytes live at one step)\n", "lower bound", mib(mp.lowerBoundBytes).c_str());
+  add("  %-12s %12s  (every buffer apart)\n", "no reuse", mib(mp.noReuseBytes).c_str());
+  add("  %-12s %12s  (recurrent memory windows)\n", "state", mib(state).c_str());
+  add("  %-12s %12s\n", "weights", mib(weights).c_str());
+  add("  %-12s %12s  (folded constants, blocked weight copies, tables)\n", "constants", mib(constants).c_str());
+  add("\n%12s %12s %6s %6s  %s\n", "offset", "bytes", "first", "last", "buffer");
+  for (const auto& b : mp.buffers) {
+    add("%12zu %12zu %6zu %6zu  ", b.offset, b.request.bytes, b.request.first, b.request.last);
+    out += b.request.label + "\n";  // a label may be longer than a line buffer
+  }
+  return out;
 }
 
 InspectRequest request(const Options& o) {
@@ -156,9 +163,20 @@ int run(const Options& o) {
   if (o.memoryPlan && o.stats) throw Error("--memory-plan and --stats are separate reports: give one");
   Setting options;
   o.pipeline.apply(options);
-  if (o.memoryPlan) return printMemoryPlan(o, options);
-  const frontend::ModelSpec spec = openSpec(o.model, openOptions(o));
-  std::cout << inspectModel(spec, options, request(o)) << std::flush;
+  std::string report;
+  if (o.memoryPlan) {
+    report = memoryPlanReport(o, options);
+  } else {
+    const frontend::ModelSpec spec = openSpec(o.model, openOptions(o));
+    report = inspectModel(spec, options, request(o));
+  }
+  if (o.output.empty() || o.output == "-") {
+    std::cout << report << std::flush;
+  } else {  // written whole or not at all
+    frontend::AtomicFile f(o.output, 0644);
+    f.write(report.data(), report.size());
+    f.commit();
+  }
   return kExitOk;
 }
 
@@ -185,6 +203,7 @@ void registerInspect(CLI::App& app, Action& action) {
   cmd->add_option("--mem-len,--mlen", o->mlen, "remembered positions (default: the spec's mem_len)")
       ->check(nonNegativeInt());
   cmd->add_option("--batch", o->batch, "batch size (default 1)")->check(positiveInt());
+  cmd->add_option("-o,--output", o->output, "write the report here instead of stdout (-: stdout)");
   cmd->add_option("--threads", o->threads,
                   "OpenMP threads for planning on the oneDNN backend (default: the machine's physical cores; 0: "
                   "OpenMP's default)")
