@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -226,18 +225,9 @@ void applyThreads(int threads) {
     if (err != 0)
       throw Error("--threads: cannot create " + std::to_string(team) + " threads (" + std::to_string(ids.size() + 1) +
                   " were possible): " + std::strerror(err));
-    // The team's threads start with SIGINT, SIGTERM and SIGHUP blocked (a
-    // thread inherits its creator's mask), so those signals always reach a
-    // thread of the command itself, which holds them back around its own
-    // critical sections (registering a temporary file: frontend/atomic_file.cpp).
-    sigset_t block, old;
-    sigemptyset(&block);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
-    ::pthread_sigmask(SIG_BLOCK, &block, &old);
     omp_set_num_threads(team);
 #pragma omp parallel
     {}
-    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     started = team;
   }
   if (threads > 0) omp_set_num_threads(threads);

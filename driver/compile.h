@@ -80,8 +80,7 @@ bool replans(const Model& m, const Setting& s);
 void noteReplanning(const Model& m, const Setting& s);
 
 // Sets the OpenMP thread count (0: leave OpenMP's default) and starts the
-// team's threads, with SIGINT, SIGTERM and SIGHUP blocked in them: those
-// signals are handled by the command's own threads.
+// team's threads (a thread limit is then one error line).
 void applyThreads(int threads);
 // The thread count a command uses when none is given: 0 (OpenMP's default)
 // when OMP_NUM_THREADS is set, else the physical cores this process may run

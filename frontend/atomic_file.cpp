@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -34,6 +35,11 @@ struct Slot {
 };
 Slot slots[kSlots];
 
+// Threads between creating a temporary and registering it. Each holds the
+// signals back meanwhile, so the handler runs on another thread (an OpenMP
+// worker, say) and waits there until the temporary is registered.
+std::atomic<int> creating{0};
+
 // catchInterrupts(): the first SIGINT or SIGTERM is only noted.
 std::atomic<bool> graceful{false};
 std::atomic<int> pendingSignal{0};
@@ -44,6 +50,7 @@ void onSignal(int sig) {
     int none = 0;
     if (pendingSignal.compare_exchange_strong(none, sig)) return;  // the command ends at its next check
   }
+  while (creating.load(std::memory_order_acquire) > 0) ::sched_yield();
   for (int pass = 0; pass < 2; ++pass)  // files first, then the directories they were in
     for (Slot& s : slots)
       if (s.state.load(std::memory_order_acquire) == (pass == 0 ? 2 : 3)) {
@@ -203,9 +210,11 @@ AtomicFile::AtomicFile(std::string path, mode_t mode) : path_(std::move(path)) {
     sigemptyset(&block);
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
     ::pthread_sigmask(SIG_BLOCK, &block, &old);
+    creating.fetch_add(1, std::memory_order_acq_rel);
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     const int err = errno;
     if (fd_ >= 0) registered_ = registerTemporary(tmp_, false);  // only once it is ours: never remove another's
+    creating.fetch_sub(1, std::memory_order_acq_rel);
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     if (fd_ >= 0) break;
     if (err != EEXIST || attempt >= 8) {
