@@ -14,8 +14,8 @@
 // runs after the executable's .preinit_array and before libgomp's, resets
 // the environment to the one the kernel passed. So the hook below, the first
 // code of the process, runs the executable again (the same pid, the same
-// arguments) with GOMP_SPINCOUNT added to that environment; it costs one
-// exec before any library is initialized. A user's own GOMP_SPINCOUNT or
+// arguments, the same name) with GOMP_SPINCOUNT added to that environment;
+// it costs one exec before any library is initialized. A user's own GOMP_SPINCOUNT or
 // OMP_WAIT_POLICY is kept, and so is everything else when the exec fails (no
 // /proc): the run then has libgomp's default. Child processes (mpirun's
 // ranks, the bench's probe) inherit the setting.
@@ -38,7 +38,13 @@ void shortSpin(int, char** argv, char** envp) {
   for (std::size_t i = 0; i < n; ++i) env[i] = envp[i];
   env[n] = const_cast<char*>(kSpinCount);
   env[n + 1] = nullptr;
-  ::execve("/proc/self/exe", argv, env);  // returns only on failure: run on with libgomp's default
+  // The executable's own path, so that the process keeps its name (`ps`,
+  // `pkill txlc`): through /proc/self/exe it would be called "exe".
+  char self[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return;
+  self[len] = '\0';
+  ::execve(self, argv, env);  // returns only on failure (the file gone, no /proc): run on with libgomp's default
 }
 
 }  // namespace
