@@ -186,16 +186,19 @@ void noteReplanning(const Model& m, const Setting& s) {
 }
 
 void applyThreads(int threads) {
-  if (threads > maxThreads())
-    throw Error("--threads: expected a positive integer at most " + std::to_string(maxThreads()) + " (" +
-                std::to_string(kMaxThreadsPerCore) + " per core this process may use), got " + std::to_string(threads));
   const int team = threads > 0 ? threads : omp_get_max_threads();
   // libgomp ends the process when it cannot create its threads; create them
-  // here first, all at once, so that a thread limit is one error line.
+  // here first, all at once, so that a thread limit is one error line. A
+  // count no larger than the team already started was checked then: the
+  // Python module calls this before every segment.
   static std::mutex mutex;
   static int started = 1;
   std::lock_guard<std::mutex> lock(mutex);
   if (team > started) {
+    if (threads > maxThreads())
+      throw Error("--threads: expected a positive integer at most " + std::to_string(maxThreads()) + " (" +
+                  std::to_string(kMaxThreadsPerCore) + " per core this process may use), got " +
+                  std::to_string(threads));
     struct Gate {
       std::mutex m;
       std::condition_variable cv;

@@ -138,6 +138,21 @@ py::dict settingToDict(const driver::Setting& s) {
 }
 
 TokenArray tokenArray(const py::handle& object, const char* what) {
+  TokenArray out;
+  // The common case, an int64 C-contiguous array of one or two dimensions, is
+  // checked directly: numpy's general conversion below is a long code path,
+  // and a qlen-1 loop runs it once per token with cold caches.
+  using Int64Array = py::array_t<std::int64_t, py::array::c_style>;
+  if (Int64Array::check_(object)) {
+    auto direct = py::reinterpret_borrow<Int64Array>(object);
+    if (direct.ndim() == 1 || direct.ndim() == 2) {
+      out.oneDimensional = direct.ndim() == 1;
+      const std::int64_t qlen = direct.shape(0), batch = out.oneDimensional ? 1 : direct.shape(1);
+      out.tensor = ir::Tensor({ir::DType::I64, {qlen, batch}}, const_cast<std::int64_t*>(direct.data()), nullptr);
+      out.array = std::move(direct);
+      return out;
+    }
+  }
   py::array raw = py::array::ensure(object);
   if (!raw) {
     PyErr_Clear();
@@ -150,7 +165,6 @@ TokenArray tokenArray(const py::handle& object, const char* what) {
   if (raw.ndim() != 1 && raw.ndim() != 2)
     throw Error(std::string(what) + ": expected an integer array [qlen, batch] or [qlen], got " +
                 std::to_string(raw.ndim()) + " dimensions");
-  TokenArray out;
   out.oneDimensional = raw.ndim() == 1;
   // An int64 C-contiguous array is used as it is; anything else is converted once.
   out.array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(raw);

@@ -154,6 +154,8 @@ def test_bad_token_ids_and_text(txlc, fixtures, kjv_char, monkeypatch):
         s.forward(np.zeros((3, 2), dtype=np.int64))
     with pytest.raises(txlc.InputError, match="^tokens: expected an integer array"):
         s.forward(np.zeros((3,), dtype=np.float32))
+    with pytest.raises(txlc.InputError, match=r"^tokens: expected an integer array \[qlen, batch\] or \[qlen\], got 3 dimensions"):
+        s.forward(np.zeros((3, 1, 1), dtype=np.int64))
     with pytest.raises(txlc.InputError, match="^targets: expected the shape of tokens"):
         s.forward(np.array([1, 2]), np.array([1, 2, 3]))
     assert s.mlen == 0  # nothing ran

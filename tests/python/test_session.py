@@ -44,7 +44,8 @@ def test_any_integer_array_or_list_is_accepted(tiny):
     t = tokens(4, 2)
     want = tiny.session(batch=2).forward(t).logprob
     for form in [t.astype(np.int32), t.astype(np.uint16), np.asfortranarray(t), t.tolist(),
-                 np.ascontiguousarray(np.repeat(t, 2, axis=1)[:, ::2])]:
+                 np.ascontiguousarray(np.repeat(t, 2, axis=1)[:, ::2]),
+                 np.repeat(t, 2, axis=1)[:, ::2], t.astype('>i8')]:  # a strided view, big-endian int64
         assert np.array_equal(tiny.session(batch=2).forward(form).logprob, want)
 
 
