@@ -403,24 +403,34 @@ int runText(const Options& o, Processes& procs, Phase& phase) {
   const bool characters = j.contains("bits_per_char");
   const int code = r.interrupted ? interruptedExit() : kExitOk;
   if (r.interrupted) j["tokens_total"] = streams * (streamLength - 1);
-  if (o.json) {
-    if (o.perToken) {
-      if (r.interrupted) perToken.resize(0);  // per token only for a complete run
-      j["per_token_nll"] = perToken;
+  // Every segment advances all streams together, so an interrupted run has
+  // scored the same first positions of every stream: per token, its NLLs are
+  // those positions', stream by stream, as a complete run's are.
+  const std::int64_t scoredPerStream = scored / streams;
+  if (o.perToken && r.interrupted) {
+    std::vector<float> done;
+    done.reserve(std::size_t(scored));
+    for (std::int64_t b = 0; b < streams; ++b) {
+      const auto from = perToken.begin() + b * (streamLength - 1);
+      done.insert(done.end(), from, from + scoredPerStream);
     }
+    perToken = std::move(done);
+  }
+  if (o.json) {
+    if (o.perToken) j["per_token_nll"] = perToken;
     std::cout << j.dump(2) << std::endl;
     return code;
   }
-  if (o.perToken && !r.interrupted) {
+  if (o.perToken) {
     // stream, position (of the predicted token in its stream), token, nll
     const frontend::Vocabulary* vocab = m.vocabulary && !o.ids ? &*m.vocabulary : nullptr;
     std::ostringstream out;
     out << std::setprecision(6);
     for (std::int64_t b = 0; b < streams; ++b)
-      for (std::int64_t t = 1; t < streamLength; ++t) {
+      for (std::int64_t t = 1; t <= scoredPerStream; ++t) {
         std::int64_t id = ids[std::size_t(b * streamLength + t)];
         out << b << '\t' << t << '\t' << (vocab ? printable(vocab->symbol(id)) : std::to_string(id)) << '\t'
-            << perToken[std::size_t(b * (streamLength - 1) + t - 1)] << '\n';
+            << perToken[std::size_t(b * scoredPerStream + t - 1)] << '\n';
       }
     std::cout << out.str();
   }

@@ -29,7 +29,7 @@ wait_for() {
 for sig in INT TERM; do
   want=$([ $sig = INT ] && echo 130 || echo 143)
   # score --json
-  "$TXLC" score "$M/kjv-char" "$T/big.txt" --progress --json > "$T/out.json" 2> "$T/err" &
+  "$TXLC" score "$M/kjv-char" "$T/big.txt" --progress --json --per-token > "$T/out.json" 2> "$T/err" &
   pid=$!
   wait_for "$T/err" "tokens/s" $pid || bad "score --json $sig: no progress line: $(head -c 300 "$T/err")"
   kill -$sig $pid
@@ -42,10 +42,14 @@ d = json.load(open(sys.argv[1]))
 assert d["interrupted"] is True, d
 assert 0 < d["tokens"] < d["tokens_total"], d
 assert d["nll_stderr"] > 0 and d["perplexity"] > 1, d
+# --per-token: the NLLs of the tokens scored, which add up to the partial total.
+per = d["per_token_nll"]
+assert len(per) == d["tokens"], (len(per), d["tokens"])
+assert abs(sum(per) - d["nll_sum"]) <= 1e-4 * d["nll_sum"], (sum(per), d["nll_sum"])
 PY
   grep -q "interrupted by SIG$sig" "$T/err" || bad "score --json SIG$sig: no interrupted line on stderr"
   # score, text
-  "$TXLC" score "$M/kjv-char" "$T/big.txt" --progress > "$T/out.txt" 2> "$T/err" &
+  "$TXLC" score "$M/kjv-char" "$T/big.txt" --progress --per-token --batch 2 > "$T/out.txt" 2> "$T/err" &
   pid=$!
   wait_for "$T/err" "tokens/s" $pid || bad "score $sig: no progress line"
   kill -$sig $pid
@@ -55,6 +59,18 @@ PY
   grep -q "^partial " "$T/out.txt" || bad "score SIG$sig: text output not marked partial: $(head -c 300 "$T/out.txt")"
   grep -q "^estimate (partial): perplexity [0-9.]* ± [0-9.]*$" "$T/out.txt" || bad "score SIG$sig: no partial estimate line"
   grep -q "tokens/s" "$T/out.txt" && bad "score SIG$sig: progress on stdout"
+  # --per-token: one line per token scored, positions 1..N/2 of both streams.
+  python3 - "$T/out.txt" <<'PY' || bad "score SIG$sig: the per-token lines do not match the partial totals"
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+rows = [l.split("\t") for l in lines if l.count("\t") == 3]
+kv = dict(l.split(" ", 1) for l in lines if l and "\t" not in l and " " in l)
+n = int(kv["tokens"])
+assert len(rows) == n > 0, (len(rows), n)
+for b in (0, 1):
+    assert [int(r[1]) for r in rows if r[0] == str(b)] == list(range(1, n // 2 + 1)), b
+assert abs(sum(float(r[3]) for r in rows) - float(kv["nll_sum"])) <= 1e-4 * float(kv["nll_sum"])
+PY
   # generate
   "$TXLC" generate "$M/kjv-char" --prompt "In the beginning" -n 100000000 > "$T/gen.txt" 2> "$T/err" &
   pid=$!
