@@ -157,7 +157,7 @@ EncodedDocument encodeDocument(const Document& doc, const frontend::Vocabulary& 
   return e;
 }
 
-void scoreDocuments(backend::Session& session, std::span<const std::span<const std::int64_t>> docs,
+bool scoreDocuments(backend::Session& session, std::span<const std::span<const std::int64_t>> docs,
                     const PackOptions& options, const std::function<void(std::size_t, const DocumentScore&)>& done) {
   const std::int64_t batch = session.model().info().batch, qlen = options.qlen;
   TXL_CHECK(qlen >= 1, "qlen must be positive");
@@ -184,6 +184,7 @@ void scoreDocuments(backend::Session& session, std::span<const std::span<const s
   ir::Tensor targets = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(batch));
   while (std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.active; })) {
+    if (options.stop && options.stop()) return false;
     auto* tok = tokens.data<std::int64_t>();
     auto* tgt = targets.data<std::int64_t>();
     std::fill(tok, tok + qlen * batch, 0);  // token 0 behind a document's end and on idle streams
@@ -218,6 +219,7 @@ void scoreDocuments(backend::Session& session, std::span<const std::span<const s
     }
     if (options.afterSegment) options.afterSegment(predicted);
   }
+  return true;
 }
 
 namespace {

@@ -80,12 +80,16 @@ struct PackOptions {
   std::int64_t qlen = 64;
   // Called after every segment with the tokens predicted by it (all streams).
   std::function<void(std::int64_t)> afterSegment;
+  // Asked before every segment: true ends the scoring there (an interrupt);
+  // the documents in flight are left unscored.
+  std::function<bool()> stop;
 };
 
 // Scores every document of `docs` (each at least 2 tokens) through the
 // batch streams of `session`, taking them in the order given; `done(i, s)`
-// as document i finishes (not in order). Resets the session first.
-void scoreDocuments(backend::Session& session, std::span<const std::span<const std::int64_t>> docs,
+// as document i finishes (not in order). Resets the session first. False
+// when `options.stop` ended it before every document was done.
+bool scoreDocuments(backend::Session& session, std::span<const std::span<const std::int64_t>> docs,
                     const PackOptions& options, const std::function<void(std::size_t, const DocumentScore&)>& done);
 
 // The output line of a document (no line break): {"id", "tokens",

@@ -65,7 +65,7 @@ struct Options {
 
 // Message tags between ranks.
 constexpr int kTagDocuments = 1;  // finished documents and the tokens predicted since the last message
-constexpr int kTagDone = 2;       // the sender's share is complete
+constexpr int kTagDone = 2;       // the sender stopped: its share complete, or (a signal number) interrupted
 constexpr int kTagStreams = 3;    // a share of the streams of one text: its NLLs
 
 // "\n" -> "\\n" so that a per-token line stays one line.
@@ -177,8 +177,12 @@ class Peers {
   void poll(std::chrono::milliseconds wait, Handle handle) {
     for (auto m = procs_.receive(wait); m; m = procs_.receive(std::chrono::milliseconds(0))) {
       heard_[std::size_t(m->source)] = Clock::now();
-      if (m->tag == kTagDone) done_[std::size_t(m->source)] = true;
-      else handle(*m);
+      if (m->tag == kTagDone) {
+        done_[std::size_t(m->source)] = true;
+        if (!m->bytes.empty()) signal_ = int(static_cast<unsigned char>(m->bytes[0]));
+      } else {
+        handle(*m);
+      }
     }
     const auto now = Clock::now();
     for (int r = 1; r < procs_.size(); ++r)
@@ -193,12 +197,15 @@ class Peers {
       if (!d) return false;
     return true;
   }
+  // The signal a rank said it stopped on before its share was done (0: none).
+  int interruptedBy() const { return signal_; }
 
  private:
   Processes& procs_;
   double timeout_;
   std::vector<Clock::time_point> heard_;
   std::vector<bool> done_;
+  int signal_ = 0;
 };
 
 // A progress line on stderr (when it is a terminal), at most 5 a second.
@@ -499,6 +506,16 @@ class Sink {
     }
     buffer_.clear();
   }
+  // FILE.partial, or empty for stdout, a device or a FIFO.
+  const std::string& partialPath() const { return partial_; }
+  // An interrupted run: the lines so far are out; FILE stays as it was and
+  // FILE.partial holds them for --resume.
+  void stop() {
+    flush();
+    if (direct_) direct_->commit();
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
   void commit() {
     flush();
     if (output_.empty()) return;
@@ -589,6 +606,11 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
 
   PackOptions po;
   po.qlen = setting.qlen;
+  // SIGINT/SIGTERM (mpirun turns a Ctrl-C into SIGTERM to every rank) end
+  // the scoring before the next segment: the workers send what they finished
+  // and say so, rank 0 writes the lines that are complete in order and the
+  // summary marked interrupted.
+  frontend::catchInterrupts();
   const auto start = Clock::now();
   if (rank != 0) {  // a worker: results to rank 0 after every segment, a heartbeat at least every 250 ms
     Writer w;
@@ -611,9 +633,11 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
       predicted += n;
       send(false);
     };
+    po.stop = [] { return frontend::interruptSignal() != 0; };
+    bool complete = true;
     if (!mine.empty()) {
       backend::Session session(compiled);
-      scoreDocuments(session, tokens, po, [&](std::size_t k, const DocumentScore& s) {
+      complete = scoreDocuments(session, tokens, po, [&](std::size_t k, const DocumentScore& s) {
         w.put(std::uint64_t(mine[k]));
         w.put(s.tokens);
         w.put(s.nllSum);
@@ -621,8 +645,9 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
       });
     }
     send(true);
-    procs.sendToRoot(kTagDone, {});
-    return kExitOk;
+    const int signal = frontend::interruptSignal();
+    procs.sendToRoot(kTagDone, complete ? std::string() : std::string(1, char(signal)));
+    return complete ? kExitOk : 128 + signal;
   }
 
   // Rank 0: its own share, the others' results as they come, the lines in input order.
@@ -683,6 +708,12 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
     writeReady();
     showProgress(false);
   };
+  // The signal that ends this run early: this rank's own, or one another rank stopped on.
+  const auto interruptedBy = [&] {
+    const int own = frontend::interruptSignal();
+    return own != 0 ? own : peers ? peers->interruptedBy() : 0;
+  };
+  po.stop = [&] { return interruptedBy() != 0; };
   if (!mine.empty()) {
     backend::Session session(compiled);
     scoreDocuments(session, tokens, po, [&](std::size_t k, const DocumentScore& s) {
@@ -690,23 +721,33 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
       ++scoredAll;
     });
   }
+  // The other ranks, until each has stopped; once interrupted, for at most
+  // 2 s more (mpirun kills its ranks soon after it forwards a signal).
+  std::optional<Clock::time_point> giveUp;
   while (peers && !peers->allDone()) {
+    if (!giveUp && interruptedBy() != 0) giveUp = Clock::now() + std::chrono::seconds(2);
+    if (giveUp && Clock::now() > *giveUp) break;
     peers->poll(std::chrono::milliseconds(50), handle);
     writeReady();
     showProgress(false);
   }
   writeReady();
-  TXL_CHECK(written == docs.size(), "documents without a result after every rank finished");
+  const int signal = interruptedBy();
+  const bool interrupted = written < docs.size();
+  TXL_CHECK(!interrupted || signal != 0, "documents without a result after every rank finished");
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  sink->commit();
+  if (interrupted) sink->stop();
+  else sink->commit();
   progress.clear();
 
-  // The totals, over every document in input order (the resumed ones read back from their lines).
+  // The totals, over every document of the output in input order (the
+  // resumed ones read back from their lines).
   std::int64_t tokensAll = 0, failed = 0;
+  std::size_t scoredHere = 0;  // documents of the output this run scored
   double nllSum = 0;
   {
     std::size_t pos = 0;
-    for (std::size_t i = 0; i < docs.size(); ++i) {
+    for (std::size_t i = 0; i < written; ++i) {
       if (i < resumed) {
         const std::size_t end = kept.find('\n', pos);
         const nlohmann::json j = nlohmann::json::parse(std::string_view(kept).substr(pos, end - pos));
@@ -722,6 +763,7 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
         ++failed;
         continue;
       }
+      ++scoredHere;
       tokensAll += scores[i]->tokens;
       nllSum += scores[i]->nllSum;
     }
@@ -729,7 +771,7 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
   const double perToken = tokensAll > 0 ? nllSum / double(tokensAll) : 0.0;
   nlohmann::json j = {{"file", o.documents},
                       {"documents", docs.size()},
-                      {"scored", scoredAll},
+                      {"scored", scoredHere},
                       {"resumed", resumed},
                       {"failed", failed},
                       {"tokens", tokensAll},
@@ -745,6 +787,14 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
                       {"batch", setting.batch},
                       {"qlen", setting.qlen},
                       {"mem_len", setting.memLen}};
+  if (interrupted) {
+    j["interrupted"] = true;
+    j["written"] = written;  // the documents whose lines are out, in input order (resumed ones included)
+    std::cerr << "txlc: score: interrupted by " << (signal == SIGINT ? "SIGINT" : "SIGTERM") << " after " << written
+              << " of " << docs.size() << " documents; the totals are partial"
+              << (sink->partialPath().empty() ? "" : "; " + sink->partialPath() + " holds their lines (--resume continues)")
+              << std::endl;
+  }
   if (!o.summary.empty()) {
     const std::string text = j.dump(2) + "\n";
     frontend::AtomicFile f(o.summary, 0644);
@@ -752,14 +802,18 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
     f.commit();
   } else {
     std::ostringstream line;
-    line << "txlc: score: " << docs.size() << " documents (" << failed << " with errors, " << resumed << " resumed), "
+    line << "txlc: score: " << (interrupted ? std::to_string(written) + " of " : "") << docs.size() << " documents ("
+         << failed << " with errors, " << resumed << " resumed), "
          << tokensAll << " tokens, nll_sum " << std::setprecision(10) << nllSum << ", " << std::setprecision(4)
          << perToken / std::log(2.0) << " bits/token; " << std::fixed << std::setprecision(1)
          << j["documents_per_second"].get<double>() << " documents/s, " << std::setprecision(0)
          << j["tokens_per_second"].get<double>() << " tokens/s on " << ranks << (ranks == 1 ? " rank" : " ranks");
     std::cerr << line.str() << std::endl;
   }
-  return kExitOk;
+  if (!interrupted) return kExitOk;
+  // A rank still at work (it missed the signal) would wait for rank 0 forever.
+  if (peers && !peers->allDone()) procs.abort(128 + signal);
+  return 128 + signal;
 }
 
 int run(const Options& o) {

@@ -41,15 +41,23 @@ std::shared_ptr<backend::CompiledModel> compiled(const frontend::ModelSpec& spec
   return compile(m, s);
 }
 
+// The documents scored, by index; `stopAfter` segments (-1: never) end the run early.
 std::map<std::size_t, DocumentScore> scoreAll(const std::shared_ptr<backend::CompiledModel>& model,
-                                              const std::vector<std::vector<std::int64_t>>& docs, std::int64_t qlen) {
+                                              const std::vector<std::vector<std::int64_t>>& docs, std::int64_t qlen,
+                                              int stopAfter = -1, bool* complete = nullptr) {
   std::vector<std::span<const std::int64_t>> spans(docs.begin(), docs.end());
   backend::Session session(model);
   std::map<std::size_t, DocumentScore> out;
-  scoreDocuments(session, spans, {qlen, {}}, [&](std::size_t i, const DocumentScore& s) {
+  PackOptions po;
+  po.qlen = qlen;
+  int segments = 0;
+  po.afterSegment = [&](std::int64_t) { ++segments; };
+  if (stopAfter >= 0) po.stop = [&] { return segments >= stopAfter; };
+  const bool all = scoreDocuments(session, spans, po, [&](std::size_t i, const DocumentScore& s) {
     REQUIRE(out.count(i) == 0);
     out[i] = s;
   });
+  if (complete) *complete = all;
   return out;
 }
 
@@ -115,9 +123,33 @@ TEST_CASE("documents: a document's bits do not depend on its stream, its neighbo
       CHECK(one.at(i).nllSum == packed.at(i).nllSum);
       // As if it were its own file: scoreTokens on the document alone (its own plans), to rounding.
       backend::Session alone(compiled(spec, 1, backend, qlen));
-      const ScoreResult r = scoreTokens(alone, docs[i], {qlen, false, {}});
+      ScoreOptions so;
+      so.qlen = qlen;
+      const ScoreResult r = scoreTokens(alone, docs[i], so);
       CHECK(r.nllSum == Approx(one.at(i).nllSum).epsilon(1e-5));
     }
+  }
+}
+
+TEST_CASE("documents: a stop before a segment ends the run with the documents done so far", "[documents]") {
+  const auto spec = tinySpec();
+  std::vector<std::vector<std::int64_t>> docs;
+  for (std::int64_t k = 0; k < 9; ++k) docs.push_back(sequence(3 + (k * 5) % 17, spec.n_token, k));
+  const std::int64_t qlen = 4;
+  bool complete = false;
+  const auto all = scoreAll(compiled(spec, 2, "onednn", qlen), docs, qlen, -1, &complete);
+  CHECK(complete);
+  REQUIRE(all.size() == docs.size());
+  const auto none = scoreAll(compiled(spec, 2, "onednn", qlen), docs, qlen, 0, &complete);
+  CHECK(!complete);
+  CHECK(none.empty());
+  const auto some = scoreAll(compiled(spec, 2, "onednn", qlen), docs, qlen, 3, &complete);
+  CHECK(!complete);
+  CHECK(!some.empty());
+  CHECK(some.size() < docs.size());
+  for (const auto& [i, s] : some) {  // what was done is what a complete run gives
+    CHECK(s.tokens == all.at(i).tokens);
+    CHECK(s.nllSum == all.at(i).nllSum);
   }
 }
 

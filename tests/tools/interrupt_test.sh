@@ -3,7 +3,8 @@
 #
 # score (text and --json) prints the totals so far marked partial and exits
 # 128 + the signal; generate ends its line and prints its timing line; run
-# -o FILE leaves neither FILE nor a temporary behind. The signal is sent once
+# -o FILE leaves neither FILE nor a temporary behind; score --documents keeps
+# FILE.partial and a summary marked interrupted. The signal is sent once
 # the first progress line is out (score) or output has started, not after a
 # fixed sleep.
 set -u
@@ -98,5 +99,36 @@ else
   [ $code = 143 ] || bad "run SIGTERM: exit $code, expected 143"
   [ -z "$(ls -A "$T/out")" ] || bad "run SIGTERM: left behind: $(ls -A "$T/out")"
 fi
+# score --documents -o FILE: the lines complete in order stay in FILE.partial, the
+# summary is marked interrupted and counts them, FILE is not written.
+for i in 1 2 3 4 5 6; do cut -c1-60 "$M/kjv-char/valid.txt"; done > "$T/docs.txt"
+for sig in INT TERM; do
+  want=$([ $sig = INT ] && echo 130 || echo 143)
+  rm -f "$T/docs.jsonl" "$T/docs.jsonl.partial" "$T/summary.json"
+  "$TXLC" score "$M/kjv-char" --documents "$T/docs.txt" --batch 4 -o "$T/docs.jsonl" --summary "$T/summary.json" \
+    2> "$T/err" &
+  pid=$!
+  for _ in $(seq 600); do
+    [ -s "$T/docs.jsonl.partial" ] && [ "$(wc -l < "$T/docs.jsonl.partial")" -gt 20 ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -$sig $pid
+  wait $pid
+  code=$?
+  [ $code = $want ] || bad "score --documents SIG$sig: exit $code, expected $want"
+  [ -e "$T/docs.jsonl" ] && bad "score --documents SIG$sig: wrote the output of an interrupted run"
+  grep -q "interrupted by SIG$sig after [0-9]* of 9330 documents.*docs.jsonl.partial holds their lines" "$T/err" ||
+    bad "score --documents SIG$sig: no interrupted line: $(cat "$T/err")"
+  python3 - "$T/summary.json" "$T/docs.jsonl.partial" <<'PY' || bad "score --documents SIG$sig: the summary does not match FILE.partial"
+import json, sys
+d = json.load(open(sys.argv[1]))
+lines = [json.loads(l) for l in open(sys.argv[2])]
+assert d["interrupted"] is True and 0 < d["written"] == len(lines) < d["documents"], d
+assert d["tokens"] == sum(l["tokens"] for l in lines), d
+assert abs(d["nll_sum"] - sum(l["nll_sum"] for l in lines)) <= 1e-9 * d["nll_sum"], d
+PY
+done
+
 [ $fail = 0 ] && echo "interrupts: all passed"
 exit $fail

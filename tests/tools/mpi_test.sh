@@ -10,6 +10,10 @@
 #              rank, leaves no output file; --resume then equals an uninterrupted run
 #   hang       rank 1 stopped (SIGSTOP): rank 0 gives up after --rank-timeout with
 #              one line naming rank 1, exit 5, no output file
+#   interrupt  SIGTERM to mpirun midway (as a Ctrl-C or a scheduler ends a job): the
+#              ranks stop, rank 0 writes the summary marked interrupted and keeps
+#              FILE.partial with the lines complete in order; --resume then equals
+#              an uninterrupted run
 set -u
 TXLC=$1
 M=$2
@@ -123,6 +127,35 @@ kill | hang)
   totals "$T/s.json" | grep -v -e '"scored"' -e '"resumed"' > "$T/a"
   totals "$T/s3.json" | grep -v -e '"scored"' -e '"resumed"' > "$T/b"
   same "$T/a" "$T/b"
+  ;;
+interrupt)
+  for i in 1 2 3 4 5 6 7 8; do cut -c1-60 "$M/kjv-char/valid.txt"; done > "$T/big.txt"
+  "$TXLC" score "$M/kjv-char" --documents "$T/big.txt" --batch 4 -o "$T/whole.jsonl" --summary "$T/s.json" ||
+    fail "the uninterrupted run"
+  "$MPIRUN" --oversubscribe --bind-to none -np 2 "$TXLC" score "$M/kjv-char" --documents "$T/big.txt" --batch 4 \
+    -o "$T/out.jsonl" --summary "$T/s2.json" 2> "$T/err" &
+  job=$!
+  for i in $(seq 1 600); do
+    [ -s "$T/out.jsonl.partial" ] && [ "$(wc -l < "$T/out.jsonl.partial")" -gt 20 ] && break
+    sleep 0.05
+  done
+  kill -TERM "$job"
+  wait "$job"
+  code=$?
+  [ "$code" -ne 0 ] || fail "the interrupted job exited 0: $(cat "$T/err")"
+  grep -q 'txlc: score: interrupted by SIGTERM after [0-9]* of [0-9]* documents' "$T/err" ||
+    fail "no interrupted line: $(cat "$T/err")"
+  [ -e "$T/out.jsonl" ] && fail "an output file from an interrupted run"
+  kept=$(wc -l < "$T/out.jsonl.partial")
+  grep -q '"interrupted": true' "$T/s2.json" || fail "the summary is not marked interrupted: $(cat "$T/s2.json")"
+  grep -q "\"written\": $kept\$" "$T/s2.json" || fail "the summary does not count the $kept lines: $(cat "$T/s2.json")"
+  [ "$kept" -lt "$(wc -l < "$T/whole.jsonl")" ] || fail "the job was not interrupted midway"
+  head -n "$kept" "$T/whole.jsonl" | cmp -s - "$T/out.jsonl.partial" || fail "the kept lines differ from the whole run's"
+  mpi 2 score "$M/kjv-char" --documents "$T/big.txt" --batch 4 -o "$T/out.jsonl" --summary "$T/s3.json" --resume ||
+    fail "--resume"
+  same "$T/whole.jsonl" "$T/out.jsonl"
+  echo "interrupted after $kept lines, exit $code; stderr:"
+  cat "$T/err"
   ;;
 *)
   fail "unknown case $CASE"
