@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "driver/compile.h"
@@ -68,21 +69,57 @@ void checkInspectRequest(const InspectRequest& r) {
   if (r.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(r.batch));
 }
 
-std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r) {
-  checkInspectRequest(r);
-  // The spec's own setting (an artifact's too: inspect shows what its spec builds), batch and qlen as asked.
-  Setting setting = defaultSetting(modelFrom(spec, {}));
-  setting.backend = pipeline.backend, setting.pipeline = pipeline.pipeline;
-  applyPrecision(setting, pipeline.precision);
-  setting.batch = r.batch;
-  setting.qlen = r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1));
-  backend::SegmentKey key{setting.qlen, r.mlen.value_or(spec.mem_len), {true, true}, false};
+backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const InspectRequest& r) {
   if (r.qlen && *r.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(*r.qlen));
   if (r.mlen && (*r.mlen < 0 || *r.mlen > spec.mem_len))
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
                 std::to_string(*r.mlen));
+  if (!r.logprob && !r.nll) throw Error("--outputs: expected logprob, nll or both, got none");
+  backend::SegmentKey key{r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1)), r.mlen.value_or(spec.mem_len),
+                          {r.logprob, r.nll}, false};
   if (spec.attn_type == 2 && !r.mlen) key.mlen = 0;
+  return key;
+}
+
+namespace {
+
+// The spec's own setting (an artifact's too: inspect shows what its spec builds), batch and qlen as asked.
+Setting inspectSetting(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r,
+                       const backend::SegmentKey& key) {
+  Setting setting = defaultSetting(modelFrom(spec, {}));
+  setting.backend = pipeline.backend, setting.pipeline = pipeline.pipeline;
+  applyPrecision(setting, pipeline.precision);
+  setting.batch = r.batch;
+  setting.qlen = key.qlen;
   checkSetting(spec, setting);  // every size reaching a shape, before anything is built
+  return setting;
+}
+
+}  // namespace
+
+std::string renumberNodes(const std::string& text, const ir::Graph& g) {
+  const ir::Numbering numbers(g);
+  std::map<std::uint64_t, std::string> byId;
+  for (ir::Node n : g.nodes())
+    if (numbers.number(n) >= 0) byId[g.op(n).id] = numbers.name(n);
+  static const std::regex node("node ([0-9]+)");
+  std::string out;
+  auto from = text.cbegin();
+  for (std::sregex_iterator it(text.begin(), text.end(), node), end; it != end; ++it) {
+    const auto& m = *it;
+    out.append(from, m[0].first);
+    const auto found = byId.find(std::stoull(m[1].str()));
+    out += found != byId.end() ? found->second : m[0].str();
+    from = m[0].second;
+  }
+  out.append(from, text.cend());
+  return out;
+}
+
+std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r) {
+  checkInspectRequest(r);
+  const backend::SegmentKey key = inspectSegment(spec, r);
+  const Setting setting = inspectSetting(spec, pipeline, r, key);
   const ir::Graph input = frontend::buildSegmentGraph(spec, segmentShape(setting, key));
   ir::PassContext ctx;
   const ir::Graph optimized = buildOptimizedGraph(spec, setting, key, &ctx);

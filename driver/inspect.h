@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/session.h"
 #include "driver/setting.h"
 #include "frontend/model_spec.h"
 
@@ -28,10 +29,22 @@ struct InspectRequest {
   bool stats = false;
   std::int64_t batch = 1;
   std::optional<std::int64_t> qlen, mlen;
+  // The segment's outputs (--outputs): what `run` gives; `score` asks for the NLL only.
+  bool logprob = true, nll = true;
 };
 
 // txl::Error (one line naming the flag) for a stage, format or batch out of range.
 void checkInspectRequest(const InspectRequest& r);
+// The segment inspect shows, and plans with --memory-plan: qlen tokens
+// (default: the spec's tgt_len) against mlen remembered positions (default:
+// mem_len, the steady state; 0 for attn_type 2), the outputs asked, unpadded.
+// txl::Error naming --qlen or --mlen when out of range.
+backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const InspectRequest& r);
+// `text` with every "node <id>" (the backend's labels name nodes by
+// ir::OpData::id) as the %N that `g` prints for that node: the graph
+// compiled folds its constant subgraphs, so its own numbering would not
+// match inspect's listing; ids survive the folding. Ids `g` lacks are kept.
+std::string renumberNodes(const std::string& text, const ir::Graph& g);
 // The graph (text, graph JSON or DOT) or the stats (text or JSON) of `spec`'s
 // segment; `pipeline` gives the backend and the pass selection, the spec the rest.
 std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r);

@@ -20,6 +20,11 @@ std::string Numbering::name(Node n) const {
   return s;
 }
 
+int Numbering::number(Node n) const {
+  auto it = numbers_.find(n);
+  return it == numbers_.end() ? -1 : it->second;
+}
+
 std::string Numbering::signature(Node n) const {
   std::string s;
   if (g_.op(n).type) s = name(n) + " = ";

@@ -24,6 +24,7 @@ class Numbering {
  public:
   explicit Numbering(const Graph& g);
   std::string name(Node n) const;       // "%3"
+  int number(Node n) const;             // 3; -1 for a node without a value (output, mem_write)
   std::string signature(Node n) const;  // "%3 = linear(%1, %2)" or "output(%5)"
 
  private:

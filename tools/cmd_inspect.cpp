@@ -19,9 +19,11 @@
 // compile time, as the backend runs it), then the fusion report from the
 // passes' remarks.
 //
-// --memory-plan compiles the segment `txlc score` runs in the steady state
-// (qlen tokens against mlen remembered positions, the NLL of every position)
-// with the oneDNN executor and prints its arena plan (backend/memory_plan.h):
+// --memory-plan compiles the segment the graph report shows (qlen tokens
+// against mlen remembered positions, the outputs of --outputs: `--outputs
+// nll` is what `txlc score` runs in the steady state) with the oneDNN
+// executor and prints its arena plan (backend/memory_plan.h), naming each
+// buffer by its value in that graph (%N):
 // every buffer's offset, size and live steps, the arena against the sum
 // without reuse and the lower bound, and the bytes outside the arena (state
 // windows, weights, constants). A spec file without --weights is planned
@@ -51,7 +53,7 @@ namespace txl::tools {
 namespace {
 
 struct Options {
-  std::string model, weights, stage = "optimized", format = "text", output;
+  std::string model, weights, stage = "optimized", format = "text", output, outputs = "logprob,nll";
   bool randomWeights = false, stats = false, memoryPlan = false;
   std::uint64_t seed = 0;
   std::int64_t batch = 1;
@@ -74,6 +76,14 @@ std::string mib(std::size_t bytes) {
   return buf;
 }
 
+InspectRequest request(const Options& o) {
+  InspectRequest r;
+  r.stage = o.stage, r.format = o.format, r.stats = o.stats, r.batch = o.batch, r.qlen = o.qlen, r.mlen = o.mlen;
+  r.logprob = o.outputs.find("logprob") != std::string::npos;
+  r.nll = o.outputs.find("nll") != std::string::npos;
+  return r;
+}
+
 std::string memoryPlanReport(const Options& o, const Setting& options) {
   if (options.backend != "onednn")
     throw Error("--memory-plan: plans are made by the onednn backend, not '" + options.backend + "'");
@@ -84,19 +94,22 @@ std::string memoryPlanReport(const Options& o, const Setting& options) {
     std::cerr << "txlc: planning " << o.model << " with random weights (a plan depends on shapes only)\n";
   }
   const Model m = openModel(o.model, so);
+  // The segment the graph report shows (driver/inspect.h), so that the
+  // labels' %N are the value numbers of `txlc inspect`'s graph.
+  const backend::SegmentKey key = inspectSegment(m.spec, request(o));
+  const std::int64_t mlen = key.mlen;
   Setting setting = defaultSetting(m);
   setting.backend = options.backend, setting.pipeline = options.pipeline;  // an artifact keeps its passes
   applyPrecision(setting, o.pipeline.precision.empty() ? setting.precision : options.precision);
   setting.batch = o.batch;
-  if (o.qlen) setting.qlen = *o.qlen;
+  setting.qlen = key.qlen;
   checkSetting(m.spec, setting);
-  const std::int64_t mlen = o.mlen.value_or(setting.memLen);
-  if (mlen < 0 || mlen > setting.memLen)
-    throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(setting.memLen) + "], got " +
-                std::to_string(mlen));
   auto model = compile(m, setting);
-  backend::SegmentPlan segment =
-      model->compileSegment({setting.qlen, mlen, backend::SegmentOutputs{false, true}, false});
+  backend::SegmentPlan segment = model->compileSegment(key);
+  // The graph `txlc inspect` prints for this segment: the compiled one
+  // before its constant subgraphs were folded. Labels name nodes by it.
+  const ir::Graph shown = buildOptimizedGraph(m.spec, setting, key, nullptr);
+  const auto label = [&](const backend::PlannedBuffer& b) { return renumberNodes(b.request.label, shown); };
   const backend::CompiledGraph* plan = segment.graph.get();
   TXL_CHECK(plan->hasSteps(), "the onednn executor made no oneDNN plan");
   const backend::MemoryPlan& mp = plan->memoryPlan();
@@ -108,7 +121,7 @@ std::string memoryPlanReport(const Options& o, const Setting& options) {
   if (o.format == "json") {
     nlohmann::json buffers = nlohmann::json::array();
     for (const auto& b : mp.buffers)
-      buffers.push_back({{"label", b.request.label},
+      buffers.push_back({{"label", label(b)},
                          {"bytes", b.request.bytes},
                          {"size", b.size},
                          {"offset", b.offset},
@@ -145,15 +158,9 @@ std::string memoryPlanReport(const Options& o, const Setting& options) {
   add("\n%12s %12s %6s %6s  %s\n", "offset", "bytes", "first", "last", "buffer");
   for (const auto& b : mp.buffers) {
     add("%12zu %12zu %6zu %6zu  ", b.offset, b.request.bytes, b.request.first, b.request.last);
-    out += b.request.label + "\n";  // a label may be longer than a line buffer
+    out += label(b) + "\n";  // a label may be longer than a line buffer
   }
   return out;
-}
-
-InspectRequest request(const Options& o) {
-  InspectRequest r;
-  r.stage = o.stage, r.format = o.format, r.stats = o.stats, r.batch = o.batch, r.qlen = o.qlen, r.mlen = o.mlen;
-  return r;
 }
 
 int run(const Options& o) {
@@ -203,6 +210,9 @@ void registerInspect(CLI::App& app, Action& action) {
   cmd->add_option("--mem-len,--mlen", o->mlen, "remembered positions (default: the spec's mem_len)")
       ->check(nonNegativeInt());
   cmd->add_option("--batch", o->batch, "batch size (default 1)")->check(positiveInt());
+  cmd->add_option("--outputs", o->outputs,
+                  "the segment's outputs: logprob,nll (default, as run gives them), nll (as score runs) or logprob")
+      ->check(oneOf({"logprob,nll", "nll,logprob", "nll", "logprob"}, "'logprob,nll', 'nll' or 'logprob'"));
   cmd->add_option("-o,--output", o->output, "write the report here instead of stdout (-: stdout)");
   cmd->add_option("--threads", o->threads,
                   "OpenMP threads for planning on the oneDNN backend (default: the machine's physical cores; 0: "
