@@ -187,7 +187,8 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
   const std::int64_t fewest = *std::min_element(streamMlen_.begin(), streamMlen_.end());
   const bool padded = info.padWarmup && (padAlways_ || fewest < info.memLen);
   const std::int64_t planMlen = padded ? info.memLen : mlen_, pad = planMlen - mlen_;
-  CompiledGraph& p = plan(SegmentKey{qlen, planMlen, SegmentOutputs{logprob, targets != nullptr}, padded});
+  lastKey_ = SegmentKey{qlen, planMlen, SegmentOutputs{logprob, targets != nullptr}, padded};
+  CompiledGraph& p = plan(lastKey_);
   lastPlan_ = &p;  // for profilers (Session::lastPlan)
 
   const std::int64_t klen = mlen_ + qlen;

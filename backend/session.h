@@ -207,6 +207,8 @@ class Session {
   std::size_t planCount() const { return plans_.size(); }
   // The plan the last forward() ran (null before the first), for profilers.
   CompiledGraph* lastPlan() const { return lastPlan_; }
+  // Its segment (meaningful once lastPlan() is not null).
+  const SegmentKey& lastKey() const { return lastKey_; }
   const CompiledModel& model() const { return *model_; }
 
  private:
@@ -231,6 +233,7 @@ class Session {
   bool padAlways_ = false;
   std::uint64_t rowsMoved_ = 0;
   CompiledGraph* lastPlan_ = nullptr;
+  SegmentKey lastKey_;
   // The inputs of the last forward, updated in place: once a stream is warm,
   // forward() allocates nothing (tests/session/no_allocation_test.cpp). An
   // entry a plan does not take ("targets" of a plan without NLL) is ignored.

@@ -38,6 +38,7 @@
 #include "backend/onednn_executor.h"
 #include "backend/onednn_probe.h"
 #include "backend/platform.h"
+#include "driver/inspect.h"
 #include "frontend/safetensors.h"
 #include "frontend/weights.h"
 #include "ir/check.h"
@@ -192,9 +193,12 @@ std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::
   std::vector<ProfileRow> rows;
   const auto& steps = plan->steps();
   const auto& secs = plan->stepSeconds();
+  // Steps name their nodes by op id; the report names them as inspect's listing does.
+  const ir::Graph shown = session.model().buildGraph(session.lastKey());
   for (std::size_t i = 0; i < steps.size(); ++i)
-    rows.push_back(
-        {steps[i].op, steps[i].primitive, steps[i].impl, steps[i].node, secs[i] * 1e3 / runs, steps[i].serial});
+    rows.push_back({steps[i].op, steps[i].primitive, steps[i].impl,
+                    renumberNodes("node " + std::to_string(steps[i].node), shown), secs[i] * 1e3 / runs,
+                    steps[i].serial});
   plan->setProfiling(false);
   return rows;
 }

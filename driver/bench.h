@@ -68,7 +68,7 @@ Latency latencyOf(std::vector<double> ms);
 
 struct ProfileRow {
   std::string op, primitive, impl;
-  std::uint64_t node = 0;
+  std::string node;     // "%48": the node of `txlc inspect`'s graph of this segment (driver/inspect.h renumberNodes)
   double ms = 0;        // per segment
   bool serial = false;  // ran on one thread (backend::StepInfo::serial)
 };

@@ -74,7 +74,6 @@ backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const Inspec
   if (r.mlen && (*r.mlen < 0 || *r.mlen > spec.mem_len))
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
                 std::to_string(*r.mlen));
-  if (!r.logprob && !r.nll) throw Error("--outputs: expected logprob, nll or both, got none");
   backend::SegmentKey key{r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1)), r.mlen.value_or(spec.mem_len),
                           {r.logprob, r.nll}, false};
   if (spec.attn_type == 2 && !r.mlen) key.mlen = 0;

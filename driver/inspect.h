@@ -29,7 +29,9 @@ struct InspectRequest {
   bool stats = false;
   std::int64_t batch = 1;
   std::optional<std::int64_t> qlen, mlen;
-  // The segment's outputs (--outputs): what `run` gives; `score` asks for the NLL only.
+  // The segment's outputs (--outputs): both is what `run` gives; `score`
+  // asks for the NLL only, `generate` for log-probabilities, `bench`
+  // without --nll for neither (the hidden states only).
   bool logprob = true, nll = true;
 };
 

@@ -211,8 +211,10 @@ void registerInspect(CLI::App& app, Action& action) {
       ->check(nonNegativeInt());
   cmd->add_option("--batch", o->batch, "batch size (default 1)")->check(positiveInt());
   cmd->add_option("--outputs", o->outputs,
-                  "the segment's outputs: logprob,nll (default, as run gives them), nll (as score runs) or logprob")
-      ->check(oneOf({"logprob,nll", "nll,logprob", "nll", "logprob"}, "'logprob,nll', 'nll' or 'logprob'"));
+                  "the segment's outputs: logprob,nll (default, as run gives them), nll (as score runs), logprob (as "
+                  "generate runs) or hidden (neither, as bench runs without --nll)")
+      ->check(oneOf({"logprob,nll", "nll,logprob", "nll", "logprob", "hidden"},
+                    "'logprob,nll', 'nll', 'logprob' or 'hidden'"));
   cmd->add_option("-o,--output", o->output, "write the report here instead of stdout (-: stdout)");
   cmd->add_option("--threads", o->threads,
                   "OpenMP threads for planning on the oneDNN backend (default: the machine's physical cores; 0: "
