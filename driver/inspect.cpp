@@ -1,6 +1,7 @@
 // driver/inspect.cpp - checkInspectRequest(), inspectModel().
 #include "driver/inspect.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -67,6 +68,13 @@ void checkInspectRequest(const InspectRequest& r) {
     throw Error("--format: expected 'text', 'json' or 'dot', got '" + r.format + "'");
   if (r.stats && r.format == "dot") throw Error("--stats prints text or json, not dot");
   if (r.batch < 1) throw Error("--batch: expected a positive integer, got " + std::to_string(r.batch));
+}
+
+void setInspectOutputs(InspectRequest& r, const std::string& outputs) {
+  if (std::find(std::begin(kInspectOutputs), std::end(kInspectOutputs), outputs) == std::end(kInspectOutputs))
+    throw Error(std::string("--outputs: expected ") + kInspectOutputsExpected + ", got " + quote(outputs));
+  r.logprob = outputs.find("logprob") != std::string::npos;
+  r.nll = outputs.find("nll") != std::string::npos;
 }
 
 backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const InspectRequest& r) {

@@ -37,6 +37,12 @@ struct InspectRequest {
 
 // txl::Error (one line naming the flag) for a stage, format or batch out of range.
 void checkInspectRequest(const InspectRequest& r);
+// Sets r.logprob and r.nll from an --outputs value: "logprob,nll" (or
+// "nll,logprob"), "nll", "logprob" or "hidden"; txl::Error otherwise.
+void setInspectOutputs(InspectRequest& r, const std::string& outputs);
+// The choices of --outputs, for the command line's own check.
+inline const char* const kInspectOutputs[] = {"logprob,nll", "nll,logprob", "nll", "logprob", "hidden"};
+inline constexpr const char* kInspectOutputsExpected = "'logprob,nll', 'nll', 'logprob' or 'hidden'";
 // The segment inspect shows, and plans with --memory-plan: qlen tokens
 // (default: the spec's tgt_len) against mlen remembered positions (default:
 // mem_len, the steady state; 0 for attn_type 2), the outputs asked, unpadded.

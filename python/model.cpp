@@ -171,11 +171,12 @@ py::dict score(const std::shared_ptr<PyModel>& pm, const py::object& source, boo
 
 py::object inspect(const std::shared_ptr<PyModel>& pm, const std::string& stage, const std::string& format, bool stats,
                    std::optional<std::int64_t> qlen, std::optional<std::int64_t> mlen, std::int64_t batch,
-                   const py::kwargs& kwargs) {
+                   const std::string& outputs, const py::kwargs& kwargs) {
   driver::InspectRequest r;
   r.stage = stage, r.format = format, r.stats = stats, r.batch = batch, r.qlen = qlen, r.mlen = mlen;
   driver::Setting pipeline;
   asSetting([&] {
+    driver::setInspectOutputs(r, outputs);
     driver::checkInspectRequest(r);
     driver::SettingChoice c;
     c.backend = pm->choice.backend, c.passes = pm->choice.passes, c.disabled = pm->choice.disabled;
@@ -330,13 +331,17 @@ words joined by spaces with <eos> as a line break.)")
           "inspect",
           [](const std::shared_ptr<PyModel>& p, const std::string& stage, const std::string& format, bool stats,
              std::optional<std::int64_t> qlen, std::optional<std::int64_t> mlen, std::int64_t batch,
-             const py::kwargs& kw) { return inspect(p, stage, format, stats, qlen, mlen, batch, kw); },
+             const std::string& outputs,
+             const py::kwargs& kw) { return inspect(p, stage, format, stats, qlen, mlen, batch, outputs, kw); },
           py::arg("stage") = "optimized", py::arg("format") = "text", py::kw_only(), py::arg("stats") = false,
           py::arg("qlen") = py::none(), py::arg("mlen") = py::none(), py::arg("batch") = 1,
-          R"(inspect(stage='optimized', format='text', *, stats=False, qlen=None, mlen=None, batch=1, backend=None, passes=None, disable_pass=None, memory=None)
+          py::arg("outputs") = "logprob,nll",
+          R"(inspect(stage='optimized', format='text', *, stats=False, qlen=None, mlen=None, batch=1, outputs='logprob,nll', backend=None, passes=None, disable_pass=None, memory=None)
 
 The segment graph of qlen tokens (default: the spec's tgt_len) against mlen
-remembered positions (default: its mem_len), as `txlc inspect` prints it:
+remembered positions (default: its mem_len) with the outputs asked
+('logprob,nll', 'nll' as score runs, 'logprob', or 'hidden' for neither),
+as `txlc inspect` prints it:
 stage 'input' (the literal graph) or 'optimized'; format 'text' or 'dot'
 (a str) or 'json' (a dict). stats=True: ops per kind, FLOPs and bytes per
 segment before and after the passes, and the fusions ('text' or 'json').)")

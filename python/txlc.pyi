@@ -160,6 +160,7 @@ class Model:
         qlen: int | None = None,
         mlen: int | None = None,
         batch: int = 1,
+        outputs: Literal["logprob,nll", "nll,logprob", "nll", "logprob", "hidden"] = "logprob,nll",
         **pipeline: Any,
     ) -> str: ...
     @overload
@@ -172,6 +173,7 @@ class Model:
         qlen: int | None = None,
         mlen: int | None = None,
         batch: int = 1,
+        outputs: Literal["logprob,nll", "nll,logprob", "nll", "logprob", "hidden"] = "logprob,nll",
         **pipeline: Any,
     ) -> dict[str, Any]: ...
     def compile(

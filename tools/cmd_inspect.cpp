@@ -79,8 +79,7 @@ std::string mib(std::size_t bytes) {
 InspectRequest request(const Options& o) {
   InspectRequest r;
   r.stage = o.stage, r.format = o.format, r.stats = o.stats, r.batch = o.batch, r.qlen = o.qlen, r.mlen = o.mlen;
-  r.logprob = o.outputs.find("logprob") != std::string::npos;
-  r.nll = o.outputs.find("nll") != std::string::npos;
+  setInspectOutputs(r, o.outputs);
   return r;
 }
 
@@ -213,8 +212,7 @@ void registerInspect(CLI::App& app, Action& action) {
   cmd->add_option("--outputs", o->outputs,
                   "the segment's outputs: logprob,nll (default, as run gives them), nll (as score runs), logprob (as "
                   "generate runs) or hidden (neither, as bench runs without --nll)")
-      ->check(oneOf({"logprob,nll", "nll,logprob", "nll", "logprob", "hidden"},
-                    "'logprob,nll', 'nll', 'logprob' or 'hidden'"));
+      ->check(oneOf({std::begin(kInspectOutputs), std::end(kInspectOutputs)}, kInspectOutputsExpected));
   cmd->add_option("-o,--output", o->output, "write the report here instead of stdout (-: stdout)");
   cmd->add_option("--threads", o->threads,
                   "OpenMP threads for planning on the oneDNN backend (default: the machine's physical cores; 0: "

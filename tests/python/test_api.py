@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import txlc
 
 from conftest import MODELS, TESTS, run_txlc, spec_file, txlc_json
 
@@ -71,6 +72,15 @@ def test_inspect_prints_what_txlc_inspect_prints(kjv_char, stage, fmt):
     got = kjv_char.inspect(stage, fmt, qlen=8, mlen=16)
     cli = run_txlc("inspect", MODELS / "kjv-char", "--stage", stage, "--format", fmt, "--qlen", 8, "--mlen", 16)
     assert got == cli.stdout
+
+
+@pytest.mark.parametrize("outputs", ["nll", "logprob", "hidden"])
+def test_inspect_outputs_as_txlc_inspect(kjv_char, outputs):
+    got = kjv_char.inspect(qlen=8, outputs=outputs)
+    assert got == run_txlc("inspect", MODELS / "kjv-char", "--qlen", 8, "--outputs", outputs).stdout
+    assert got != kjv_char.inspect(qlen=8)  # the default has both outputs
+    with pytest.raises(txlc.SettingError, match="^--outputs: expected 'logprob,nll', 'nll', 'logprob' or 'hidden'"):
+        kjv_char.inspect(outputs="all")
 
 
 def test_inspect_json_and_stats(kjv_char):
