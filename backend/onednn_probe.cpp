@@ -29,7 +29,7 @@ double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 
 }  // namespace
 
-MatmulPeak measureMatmulPeak(int repeats) {
+MatmulPeak measureMatmulPeak(bool bf16, int repeats) {
   using dnnl::memory;
   struct Shape {
     std::int64_t m, k, n;
@@ -40,18 +40,21 @@ MatmulPeak measureMatmulPeak(int repeats) {
   dnnl::stream s(eng);
   MatmulPeak best;
   try {
+    const auto in = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
     for (const Shape& sh : shapes) {
-      memory::desc srcMd({sh.m, sh.k}, memory::data_type::f32, memory::format_tag::ab);
-      memory::desc wAny({sh.k, sh.n}, memory::data_type::f32, memory::format_tag::any);
+      memory::desc srcF32({sh.m, sh.k}, memory::data_type::f32, memory::format_tag::ab);
+      memory::desc srcMd({sh.m, sh.k}, in, memory::format_tag::ab);
+      memory::desc wAny({sh.k, sh.n}, in, memory::format_tag::any);
       memory::desc wPlain({sh.k, sh.n}, memory::data_type::f32, memory::format_tag::ab);
       memory::desc dstMd({sh.m, sh.n}, memory::data_type::f32, memory::format_tag::ab);
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(srcMd, wAny, dstMd), eng);
-      memory src(srcMd, eng), plain(wPlain, eng), w(pd.weights_desc(), eng), dst(dstMd, eng);
-      for (auto* m : {&src, &plain}) {
+      memory srcPlain(srcF32, eng), src(srcMd, eng), plain(wPlain, eng), w(pd.weights_desc(), eng), dst(dstMd, eng);
+      for (auto* m : {&srcPlain, &plain}) {
         float* p = static_cast<float*>(m->get_data_handle());
         const std::size_t count = m->get_desc().get_size() / sizeof(float);
         for (std::size_t i = 0; i < count; ++i) p[i] = float((i * 7919) % 1000) * 1e-3f - 0.5f;
       }
+      dnnl::reorder(srcPlain, src).execute(s, srcPlain, src);  // f32 to the input type (a copy for f32)
       dnnl::reorder(plain, w).execute(s, plain, w);
       dnnl::matmul mm(pd);
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
@@ -70,7 +73,7 @@ MatmulPeak measureMatmulPeak(int repeats) {
                 pd.impl_info_str()};
     }
   } catch (const dnnl::error& e) {
-    throw InternalError(std::string("oneDNN matmul probe: ") + e.what());
+    throw InternalError(std::string("oneDNN ") + (bf16 ? "bf16" : "f32") + " matmul probe: " + e.what());
   }
   return best;
 }

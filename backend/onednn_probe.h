@@ -1,11 +1,11 @@
-// backend/onednn_probe.h - what this machine can do: the best f32 matmul rate
-// oneDNN reaches and the memory read bandwidth, measured, plus the thread
+// backend/onednn_probe.h - what this machine can do: the best f32 and bf16
+// matmul rates oneDNN reaches and the memory read bandwidth, measured, plus the thread
 // count oneDNN runs with. `txlc bench` runs the probes in a child process
 // (`txlc bench-probe`) so that their gigabyte of memory never shows up in the
 // benchmarked model's resident set.
 //
 //   setThreads(2);                                  // before any oneDNN work
-//   MatmulPeak p = measureMatmulPeak();             // p.gflops ~ 200 on 2 AVX-512 cores
+//   MatmulPeak p = measureMatmulPeak(false);        // f32: p.gflops ~ 450 on 2 AVX-512 cores
 //   double gbs = measureReadBandwidth(1ull << 30);  // ~ 27 GB/s
 #pragma once
 
@@ -25,9 +25,11 @@ struct MatmulPeak {
   std::string impl;   // its impl_info_str()
 };
 
-// f32 matmul (weights in the layout oneDNN picks, reordered once, as the plan
-// does) over a few large shapes; the best of `repeats` timed runs each.
-MatmulPeak measureMatmulPeak(int repeats = 4);
+// A matmul (weights in the layout oneDNN picks, reordered once, as the plan
+// does) over a few large shapes; the best of `repeats` timed runs each. f32,
+// or with `bf16` the form txlc's bf16 linears take: bf16 inputs and weights,
+// f32 accumulation and output.
+MatmulPeak measureMatmulPeak(bool bf16, int repeats = 4);
 
 // Read bandwidth in GB/s (1e9 bytes/s): the best of `repeats` parallel sums
 // over a `bytes`-byte array (touched once first).

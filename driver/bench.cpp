@@ -315,7 +315,9 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.usefulFlops = flops.useful;
   r.graphFlops = flops.graph;
   r.usefulGflops = flops.useful / (r.latency.avg / 1e3) / 1e9;
-  if (r.probe.ok && r.probe.matmulPeakGflops > 0) r.efficiency = r.usefulGflops / r.probe.matmulPeakGflops;
+  // Efficiency against the peak of the precision the linears run at.
+  const MatmulFigure& peak = r.probe.peakFor(r.precision);
+  if (r.probe.ok && peak.gflops > 0) r.efficiency = r.usefulGflops / peak.gflops;
   if (r.qlen == 1) {
     r.memoryFloorBytes =
         memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll, settings.precision == Precision::BF16);

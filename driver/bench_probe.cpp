@@ -23,19 +23,21 @@ namespace txl::driver {
 ProbeResult runProbes(int threads, std::int64_t probeMiB) {
   backend::setThreads(threads);
   ProbeResult p;
-  backend::MatmulPeak peak = backend::measureMatmulPeak();
-  p.matmulPeakGflops = peak.gflops;
-  p.matmulShape = peak.shape;
-  p.matmulImpl = peak.impl;
+  const auto figure = [](const backend::MatmulPeak& m) { return MatmulFigure{m.gflops, m.shape, m.impl}; };
+  p.f32 = figure(backend::measureMatmulPeak(false));
+  if (backend::platform().bf16Matmuls) p.bf16 = figure(backend::measureMatmulPeak(true));
   p.readBandwidthGbs = backend::measureReadBandwidth(std::size_t(probeMiB) << 20);
   p.ok = true;
   return p;
 }
 
 nlohmann::json probeJson(const ProbeResult& p) {
-  return {{"matmul_peak_gflops", p.matmulPeakGflops},
-          {"matmul_shape", p.matmulShape},
-          {"matmul_impl", p.matmulImpl},
+  return {{"matmul_peak_gflops", p.f32.gflops},
+          {"matmul_shape", p.f32.shape},
+          {"matmul_impl", p.f32.impl},
+          {"matmul_peak_bf16_gflops", p.bf16.gflops},
+          {"matmul_bf16_shape", p.bf16.shape},
+          {"matmul_bf16_impl", p.bf16.impl},
           {"read_bandwidth_gbs", p.readBandwidthGbs},
           {"threads", backend::threadCount()}};
 }
@@ -44,11 +46,10 @@ namespace {
 
 ProbeResult probeFromJson(const nlohmann::json& j) {
   ProbeResult p;
-  p.matmulPeakGflops = j.at("matmul_peak_gflops");
-  p.matmulShape = j.at("matmul_shape");
-  p.matmulImpl = j.at("matmul_impl");
+  p.f32 = {j.at("matmul_peak_gflops"), j.at("matmul_shape"), j.at("matmul_impl")};
+  p.bf16 = {j.at("matmul_peak_bf16_gflops"), j.at("matmul_bf16_shape"), j.at("matmul_bf16_impl")};
   p.readBandwidthGbs = j.at("read_bandwidth_gbs");
-  p.ok = p.matmulPeakGflops > 0 && p.readBandwidthGbs > 0;
+  p.ok = p.f32.gflops > 0 && p.readBandwidthGbs > 0;
   if (!p.ok) p.error = "the probe reported no figures";
   return p;
 }
@@ -57,8 +58,14 @@ ProbeResult probeFromJson(const nlohmann::json& j) {
 // probe size, txlc and oneDNN.
 nlohmann::json cacheKey(int threads, std::int64_t probeMiB) {
   const backend::Platform& pl = backend::platform();
-  return {{"cpu", pl.cpu},         {"logical_cpus", pl.logicalCpus},      {"threads", threads},
-          {"probe_mib", probeMiB}, {"txlc_version", buildInfo().version}, {"onednn_version", pl.onednnVersion}};
+  return {{"cpu", pl.cpu},
+          {"logical_cpus", pl.logicalCpus},
+          {"threads", threads},
+          {"probe_mib", probeMiB},
+          {"probes", "matmul f32 and bf16, read bandwidth"},  // a cache of other probes is measured again
+          {"isa", pl.onednnIsa},
+          {"txlc_version", buildInfo().version},
+          {"onednn_version", pl.onednnVersion}};
 }
 
 std::string cacheFolder() {
@@ -149,7 +156,7 @@ ProbeResult machineProbe(const std::string& self, int threads, std::int64_t prob
       }
     }
   }
-  std::cerr << "txlc: bench: measuring this machine's matmul peak and read bandwidth (cached in "
+  std::cerr << "txlc: bench: measuring this machine's matmul peaks and read bandwidth (cached in "
             << (path.empty() ? std::string("nowhere: no cache folder") : path) << ")" << std::endl;
   ProbeResult p = runProbeChild(self, threads, probeMiB);
   if (p.ok && !path.empty()) {

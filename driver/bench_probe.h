@@ -10,7 +10,7 @@
 // re-measured and replaced.
 //
 //   ProbeResult p = machineProbe("/proc/self/exe", 2, 1024, ProbeMode::Cached);
-//   if (p.ok) std::cout << p.matmulPeakGflops << " GFLOP/s\n";
+//   if (p.ok) std::cout << p.f32.gflops << " GFLOP/s\n";
 #pragma once
 
 #include <cstdint>
@@ -20,10 +20,16 @@
 
 namespace txl::driver {
 
+struct MatmulFigure {
+  double gflops = 0;  // 0: not measured (bf16 without native bf16 matmuls)
+  std::string shape, impl;
+};
+
 struct ProbeResult {
   bool ok = false;
-  double matmulPeakGflops = 0;
-  std::string matmulShape, matmulImpl;
+  MatmulFigure f32, bf16;
+  // The peak a model running its linears at `precision` (driver/precision.h name) is measured against.
+  const MatmulFigure& peakFor(const std::string& precision) const { return precision == "bf16" ? bf16 : f32; }
   double readBandwidthGbs = 0;
   bool cached = false;  // read from the cache file rather than measured now
   std::string error;    // why !ok

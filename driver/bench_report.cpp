@@ -228,9 +228,13 @@ nlohmann::json benchJson(const BenchReport& r) {
       {"useful_gflop_per_segment", r.usefulFlops / 1e9},
       {"graph_gflop_per_segment", r.graphFlops / 1e9},
       {"useful_gflops", r.usefulGflops},
-      {"matmul_peak_gflops", orNull(r.probe.ok, r.probe.matmulPeakGflops)},
-      {"matmul_peak_shape", r.probe.matmulShape},
-      {"matmul_peak_impl", r.probe.matmulImpl},
+      {"matmul_peak_gflops", orNull(r.probe.ok && r.probe.peakFor(r.precision).gflops > 0,
+                                    r.probe.peakFor(r.precision).gflops)},
+      {"matmul_peak_precision", r.precision},
+      {"matmul_peak_shape", r.probe.peakFor(r.precision).shape},
+      {"matmul_peak_impl", r.probe.peakFor(r.precision).impl},
+      {"matmul_peak_f32_gflops", orNull(r.probe.ok, r.probe.f32.gflops)},
+      {"matmul_peak_bf16_gflops", orNull(r.probe.ok && r.probe.bf16.gflops > 0, r.probe.bf16.gflops)},
       {"read_bandwidth_gbs", orNull(r.probe.ok, r.probe.readBandwidthGbs)},
       {"probe_cached", r.probe.cached},
       {"efficiency", orNull(r.probe.ok, r.efficiency)},
@@ -287,8 +291,9 @@ std::string benchText(const BenchReport& r) {
       << " GFLOP/segment (the graph does " << r.graphFlops / 1e9 << "), " << r.usefulGflops << " GFLOP/s\n"
       << std::fixed;
   if (r.probe.ok) {
-    out << "machine      " << (r.probe.cached ? "(cached) " : "") << "matmul peak " << r.probe.matmulPeakGflops
-        << " GFLOP/s (" << r.probe.matmulShape << ", " << r.probe.matmulImpl << "), read bandwidth "
+    const MatmulFigure& peak = r.probe.peakFor(r.precision);
+    out << "machine      " << (r.probe.cached ? "(cached) " : "") << r.precision << " matmul peak " << peak.gflops
+        << " GFLOP/s (" << peak.shape << ", " << peak.impl << "), read bandwidth "
         << r.probe.readBandwidthGbs << " GB/s\n";
     out.precision(3);
     out << "efficiency   " << r.efficiency << "\n";
