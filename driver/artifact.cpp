@@ -4,7 +4,6 @@
 #include "frontend/input_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -357,28 +356,16 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
 
 LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::optional<std::uint64_t> length) {
   auto start = std::chrono::steady_clock::now();
-  std::uint64_t fileSize = 0;
-  int fd = frontend::openRegularFile(path, "a txlc artifact", &fileSize);
-  if (offset > fileSize || (length && *length > fileSize - offset)) {
-    ::close(fd);
+  // Read-only: weights are file-backed views of the mapping.
+  frontend::MappedFile map = frontend::mapInputFile(path, "a txlc artifact");
+  const std::uint64_t fileSize = map.bytes.size();
+  if (offset > fileSize || (length && *length > fileSize - offset))
     throw Error(path + ": truncated: the embedded artifact needs bytes up to " +
                 std::to_string(offset + length.value_or(0)) + ", the file holds " + std::to_string(fileSize));
-  }
   const std::uint64_t size = length.value_or(fileSize - offset);
-  if (fileSize == 0) {
-    ::close(fd);
-    throw Error(path + ": truncated: the file is empty (expected a txlc artifact)");
-  }
-  void* map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);  // read-only: weights are file-backed views
-  ::close(fd);
-  if (map == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(errno));
-  const int slot = frontend::registerMapping(map, fileSize, path);
-  std::shared_ptr<const void> owner(map, [fileSize, slot](const void* p) {
-    frontend::releaseMapping(slot);
-    ::munmap(const_cast<void*>(p), fileSize);
-  });
+  if (fileSize == 0) throw Error(path + ": truncated: the file is empty (expected a txlc artifact)");
   LoadedArtifact out;
-  out.artifact = parseArtifact(owner, static_cast<const std::byte*>(map) + offset, size, path, /*fileBacked=*/true);
+  out.artifact = parseArtifact(map.owner, map.bytes.data() + offset, size, path, /*fileBacked=*/true);
   out.path = path;
   out.bytes = size;
   out.loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

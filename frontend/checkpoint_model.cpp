@@ -24,11 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool isFile(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
-
 std::string readText(const std::string& path, std::size_t limit) { return readInputFile(path, limit, "a text file"); }
 
 // A symbol vocab.txt can hold: one whitespace-free field per line.

@@ -2,6 +2,7 @@
 #include "frontend/input_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +145,33 @@ int registerMapping(const void* addr, std::size_t size, const std::string& path)
 
 void releaseMapping(int slot) {
   if (slot >= 0 && slot < kMappings) mappings[slot].state.store(0, std::memory_order_release);
+}
+
+MappedFile mapInputFile(const std::string& path, const std::string& what) {
+  std::uint64_t fileSize = 0;
+  const int fd = openRegularFile(path, what, &fileSize);
+  const auto size = static_cast<std::size_t>(fileSize);
+  if (size == 0) {
+    ::close(fd);
+    return {};
+  }
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (addr == MAP_FAILED) throw Error(oneLine(path) + ": cannot map: " + std::strerror(err));
+  const int slot = registerMapping(addr, size, path);
+  MappedFile m;
+  m.owner = std::shared_ptr<void>(addr, [size, slot](void* p) {
+    releaseMapping(slot);
+    ::munmap(p, size);
+  });
+  m.bytes = {static_cast<const std::byte*>(addr), size};
+  return m;
+}
+
+bool isFile(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec);
 }
 
 }  // namespace txl::frontend

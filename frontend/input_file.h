@@ -14,10 +14,14 @@
 //
 //   int fd = openRegularFile(path, "a spec JSON file");             // caller closes
 //   std::string text = readInputFile(path, kMaxSpecBytes, "spec");  // whole file, bounded
+//   MappedFile w = mapInputFile(path, "a safetensors file");        // read in place
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
 #include <string>
 
 namespace txl::frontend {
@@ -52,5 +56,19 @@ void guardMappedFiles();
 // (-1 when the registry is full). Release it before unmapping.
 int registerMapping(const void* addr, std::size_t size, const std::string& path);
 void releaseMapping(int slot);
+
+// A regular file mapped read-only (through openRegularFile) and registered
+// for guardMappedFiles(): `bytes` stay valid while a copy of `owner` lives;
+// the last copy releases the registration and unmaps. Weights, checkpoints
+// and artifacts are read this way, in place. An empty file has no bytes and
+// no owner.
+struct MappedFile {
+  std::span<const std::byte> bytes;
+  std::shared_ptr<void> owner;
+};
+MappedFile mapInputFile(const std::string& path, const std::string& what);
+
+// Whether `p` names a regular file (after symlinks); false on any error.
+bool isFile(const std::filesystem::path& p);
 
 }  // namespace txl::frontend

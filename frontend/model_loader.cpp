@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frontend/checkpoint_model.h"
+#include "frontend/input_file.h"
 #include "frontend/safetensors.h"
 #include "frontend/torch_checkpoint.h"
 #include "ir/check.h"
@@ -19,11 +20,6 @@ namespace txl::frontend {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool isFile(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
 
 // The safetensors files directly inside `dir`, sorted.
 std::vector<std::string> safetensorsIn(const fs::path& dir) {

@@ -15,7 +15,6 @@
 #include "frontend/atomic_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -155,28 +154,16 @@ std::int64_t TensorInfo::numel() const {
 // ---------------------------------------------------------------- reader
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  std::uint64_t fileSize = 0;
-  int fd = openRegularFile(path, "a safetensors file", &fileSize);
-  SafetensorsFile f;
-  f.path_ = path;
-  f.size_ = fileSize;
-  if (f.size_ < 8) {
-    ::close(fd);
-    throw Error(path + ": file of " + std::to_string(f.size_) + " bytes is too short for the 8-byte header length");
-  }
   // Read-only: tensors view it in place, and a page never written can be
   // dropped from memory and read back from the file (ir::Tensor::fileView).
-  void* addr = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  ::close(fd);
-  if (addr == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(err));
-  const std::uint64_t size = f.size_;
-  const int slot = registerMapping(addr, size, path);
-  f.owner_ = std::shared_ptr<void>(addr, [size, slot](void* p) {
-    releaseMapping(slot);
-    ::munmap(p, size);
-  });
-  f.base_ = static_cast<const std::byte*>(addr);
+  MappedFile m = mapInputFile(path, "a safetensors file");
+  SafetensorsFile f;
+  f.path_ = path;
+  f.size_ = m.bytes.size();
+  if (f.size_ < 8)
+    throw Error(path + ": file of " + std::to_string(f.size_) + " bytes is too short for the 8-byte header length");
+  f.owner_ = std::move(m.owner);
+  f.base_ = m.bytes.data();
   f.mapped_ = true;
   f.parse();
   return f;

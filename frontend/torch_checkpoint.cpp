@@ -31,11 +31,6 @@
 //      mapping; everything else is gathered (strides honoured) and widened.
 #include "frontend/torch_checkpoint.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -81,26 +76,12 @@ struct Image {
 };
 
 Image mapFile(const std::string& path) {
-  std::uint64_t fileSize = 0;
-  int fd = openRegularFile(path, "a PyTorch checkpoint", &fileSize);
+  MappedFile m = mapInputFile(path, "a PyTorch checkpoint");
   Image img;
   img.name = path;
-  const auto size = static_cast<std::size_t>(fileSize);
-  if (size == 0) {
-    ::close(fd);
-    return img;
-  }
-  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  ::close(fd);
-  if (addr == MAP_FAILED) throw Error(path + ": cannot map: " + std::strerror(err));
-  const int slot = registerMapping(addr, size, path);
-  img.owner = std::shared_ptr<void>(addr, [size, slot](void* p) {
-    releaseMapping(slot);
-    ::munmap(p, size);
-  });
-  img.bytes = {static_cast<const std::byte*>(addr), size};
-  img.mapped = true;
+  img.mapped = m.owner != nullptr;
+  img.bytes = m.bytes;
+  img.owner = std::move(m.owner);
   return img;
 }
 
