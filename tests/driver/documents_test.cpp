@@ -14,22 +14,14 @@
 #include "frontend/model_spec.h"
 #include "frontend/weights.h"
 #include "ir/check.h"
+#include "tests/driver/tiny_model.h"
 
 using namespace txl;
 using namespace txl::driver;
+using txl::testing::sequence;
+using txl::testing::tinySpec;
 
 namespace {
-
-frontend::ModelSpec tinySpec() {
-  std::ifstream f(std::string(TXL_TEST_DATA_DIR) + "/conformance/tiny_base/case.json");
-  return frontend::parseModelSpec(nlohmann::json::parse(f).at("config"), "case.json");
-}
-
-std::vector<std::int64_t> sequence(std::int64_t n, std::int64_t nToken, std::int64_t seed) {
-  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) ids[std::size_t(i)] = (i * 37 + seed * 11 + i * i * seed) % nToken;
-  return ids;
-}
 
 std::shared_ptr<backend::CompiledModel> compiled(const frontend::ModelSpec& spec, std::int64_t batch,
                                                  const std::string& backend, std::int64_t qlen) {

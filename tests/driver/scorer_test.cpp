@@ -10,22 +10,14 @@
 #include "ir/check.h"
 #include "driver/compile.h"
 #include "driver/scorer.h"
+#include "tests/driver/tiny_model.h"
 
 using namespace txl;
 using namespace txl::driver;
+using txl::testing::sequence;
+using txl::testing::tinySpec;
 
 namespace {
-
-frontend::ModelSpec tinySpec() {
-  std::ifstream f(std::string(TXL_TEST_DATA_DIR) + "/conformance/tiny_base/case.json");
-  return frontend::parseModelSpec(nlohmann::json::parse(f).at("config"), "case.json");
-}
-
-std::vector<std::int64_t> sequence(std::int64_t n, std::int64_t nToken) {
-  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) ids[std::size_t(i)] = (i * 37 + 11) % nToken;
-  return ids;
-}
 
 ScoreResult score(const frontend::ModelSpec& spec, std::span<const std::int64_t> ids, std::int64_t batch,
                   std::int64_t qlen, std::int64_t memLen, bool perToken = false) {
