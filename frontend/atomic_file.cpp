@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "frontend/input_file.h"
@@ -124,6 +125,28 @@ std::string temporaryName(const std::string& path) {
 
 }  // namespace
 
+// Runs `create` (which makes a file or folder and says whether it did) and
+// registers `path` if it did, with SIGINT/SIGTERM/SIGHUP held back on this
+// thread and `creating` counted meanwhile: a signal in between would leave
+// the new path behind. Returns the slot (-1: not created, or registry full)
+// and whether it was created.
+template <typename Create>
+std::pair<int, bool> createRegistered(const std::string& path, bool directory, Create create) {
+  installHandlers();
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old);
+  creating.fetch_add(1, std::memory_order_acq_rel);
+  const bool made = create();
+  const int err = errno;
+  const int slot = made ? registerTemporary(path, directory) : -1;  // only once it is ours: never remove another's
+  creating.fetch_sub(1, std::memory_order_acq_rel);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return {slot, made};
+}
+
 int registerTemporary(const std::string& path, bool directory) {
   installHandlers();
   if (path.size() >= PATH_MAX) return -1;
@@ -203,19 +226,11 @@ AtomicFile::AtomicFile(std::string path, mode_t mode) : path_(std::move(path)) {
   }
   for (int attempt = 0; fd_ < 0; ++attempt) {
     tmp_ = temporaryName(path_);
-    // Created and registered with the signals held back: an interruption in
-    // between would leave the temporary behind.
-    installHandlers();
-    sigset_t block, old;
-    sigemptyset(&block);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
-    ::pthread_sigmask(SIG_BLOCK, &block, &old);
-    creating.fetch_add(1, std::memory_order_acq_rel);
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    registered_ = createRegistered(tmp_, false, [&] {
+                    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+                    return fd_ >= 0;
+                  }).first;
     const int err = errno;
-    if (fd_ >= 0) registered_ = registerTemporary(tmp_, false);  // only once it is ours: never remove another's
-    creating.fetch_sub(1, std::memory_order_acq_rel);
-    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     if (fd_ >= 0) break;
     if (err != EEXIST || attempt >= 8) {
       tmp_.clear();
@@ -268,10 +283,11 @@ void AtomicFile::commit() {
   }
 }
 
-std::string makeTemporaryDirectory(const std::string& path) {
+TemporaryDirectory makeTemporaryDirectory(const std::string& path) {
   for (int attempt = 0;; ++attempt) {
     const std::string dir = temporaryName(path);
-    if (::mkdir(dir.c_str(), 0755) == 0) return dir;
+    const auto [slot, made] = createRegistered(dir, true, [&] { return ::mkdir(dir.c_str(), 0755) == 0; });
+    if (made) return {dir, slot};
     if (errno != EEXIST || attempt >= 8)
       throw Error(oneLine(path) + ": cannot create a temporary folder beside it: " + std::strerror(errno));
   }

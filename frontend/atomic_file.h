@@ -48,9 +48,14 @@ class AtomicFile {
 bool checkOutputPath(const std::string& path);
 
 // A fresh directory `.<name>.txlc-<random>` beside `path`, registered for
-// removal on a signal (with the files registered inside it); release with
-// releaseTemporary().
-std::string makeTemporaryDirectory(const std::string& path);
+// removal on a signal as it is made (with the files registered inside it:
+// register each before writing it, so that no signal leaves it behind);
+// release `slot` with releaseTemporary().
+struct TemporaryDirectory {
+  std::string path;
+  int slot = -1;
+};
+TemporaryDirectory makeTemporaryDirectory(const std::string& path);
 // Registers a path (a file, or an empty-once-its-files-are-gone directory)
 // to remove on SIGINT/SIGTERM/SIGHUP; returns its slot, -1 when the
 // registry is full (the path is then only removed by its owner).

@@ -179,8 +179,9 @@ void writeImportedModel(const CheckpointModel& m, const std::string& dir) {
 
   // An exclusive folder with an unpredictable name; it and the files written
   // into it are removed on an error or a signal.
-  const fs::path tmp = makeTemporaryDirectory((parent / out.filename()).string());
-  std::vector<int> registered = {registerTemporary(tmp.string(), true)};
+  const TemporaryDirectory made = makeTemporaryDirectory((parent / out.filename()).string());
+  const fs::path tmp = made.path;
+  std::vector<int> registered = {made.slot};
   struct Release {
     std::vector<int>& slots;
     ~Release() {
@@ -188,15 +189,17 @@ void writeImportedModel(const CheckpointModel& m, const std::string& dir) {
     }
   } release{registered};
   try {
-    writeWhole((tmp / "config.json").string(), m.configText);
+    // Each file is registered before it is written: the folder is ours, so
+    // the name is too, and a signal at any point removes what exists of it.
     registered.push_back(registerTemporary((tmp / "config.json").string(), false));
-    writeSafetensors((tmp / "model.safetensors").string(), m.tensors, {{"format", "pt"}});
+    writeWhole((tmp / "config.json").string(), m.configText);
     registered.push_back(registerTemporary((tmp / "model.safetensors").string(), false));
+    writeSafetensors((tmp / "model.safetensors").string(), m.tensors, {{"format", "pt"}});
     if (!m.vocabulary.empty()) {
       std::string text;
       for (const auto& s : m.vocabulary) text += s + "\n";
-      writeWhole((tmp / "vocab.txt").string(), text);
       registered.push_back(registerTemporary((tmp / "vocab.txt").string(), false));
+      writeWhole((tmp / "vocab.txt").string(), text);
     }
     // An empty destination folder is replaced; anything else was refused above.
     if (fs::exists(out, ec)) fs::remove(out, ec);
