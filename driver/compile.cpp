@@ -321,7 +321,14 @@ MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s)
   const double b = double(s.batch), q = double(s.qlen), m = double(s.memLen), f32 = 4;
   MemoryEstimate e;
   e.weights = double(spec.parameterCount()) * f32;
-  e.state = double(spec.n_layer + 1) * m * b * double(spec.d_model) * f32;
+  for (const ir::MemorySlot& slot : memorySlots(spec, s)) {
+    double row = f32;
+    for (std::int64_t d : slot.rowShape) row *= double(d);
+    e.state += (2 * m + q) * row;
+  }
+  const std::vector<std::string> selected = passes::selectedPasses(s.pipeline);
+  if (spec.attn_type == 0 && std::find(selected.begin(), selected.end(), "fold-positions") != selected.end())
+    e.tables = double(spec.n_layer + 1) * (m + std::max<double>(q, double(spec.tgt_len))) * double(spec.d_model) * f32;
   e.activations =
       (2 * b * double(spec.n_head) * q * (q + m) + q * b * double(spec.n_token) + q * b * double(spec.d_inner)) * f32;
   return e;
@@ -340,7 +347,8 @@ void checkMemoryFits(const frontend::ModelSpec& spec, const Setting& s, const st
   };
   throw Error(source + ": batch " + std::to_string(s.batch) + ", qlen " + std::to_string(s.qlen) + ", mem_len " +
               std::to_string(s.memLen) + " needs at least " + gib(e.total()) + " (weights " + gib(e.weights) +
-              ", memory " + gib(e.state) + ", segment activations " + gib(e.activations) + "); this machine has " +
+              ", memory " + gib(e.state) + ", position tables " + gib(e.tables) + ", segment activations " +
+              gib(e.activations) + "); this machine has " +
               gib(ram) + " of RAM");
 }
 

@@ -137,9 +137,14 @@ std::vector<ArtifactBucket> artifactBuckets(const frontend::ModelSpec& spec, con
 // is planned.
 void verifyStoredGraphs(const Artifact& artifact, const std::string& path);
 
+// A lower bound on what a setting needs, in bytes: the weights (f32), the
+// session's state windows (2·mem_len + qlen rows of every memory slot, in
+// the slots' form: keys and values with cache-projected-memory), the
+// position tables fold-positions makes (mem_len + qlen rows of the table and
+// of each layer's projection of it) and one segment's largest activations.
 struct MemoryEstimate {
-  double weights = 0, state = 0, activations = 0;
-  double total() const { return weights + state + activations; }
+  double weights = 0, state = 0, tables = 0, activations = 0;
+  double total() const { return weights + state + tables + activations; }
 };
 MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s);
 // Refuses a setting whose estimate exceeds this machine's physical RAM, before

@@ -294,14 +294,14 @@ std::vector<Row> rows(const std::string& dir) {
          "1000000"},
        3,
        e + "spec.json: batch 1, qlen 1000000, mem_len 1000000 needs at least … (weights …, memory …, "
-           "segment activations …); this machine has … of RAM"},
+           "position tables …, segment activations …); this machine has … of RAM"},
       // The artifact's setting changed: refused before the re-planning note, so the error is the only line.
       {"plan-ram-artifact",
        {},
        V{"run", "t.txla", "--tokens", "1", "--qlen", "1000000", "--mem-len", "1000000"},
        3,
        e + "t.txla: batch 1, qlen 1000000, mem_len 1000000 needs at least … (weights …, memory …, "
-           "segment activations …); this machine has … of RAM"},
+           "position tables …, segment activations …); this machine has … of RAM"},
       // Safetensors files.
       {"st-short",
        {{"bad.safetensors", std::string("\x10\x00", 2)}},
