@@ -246,6 +246,16 @@ std::string documentErrorLine(const nlohmann::json& id, const std::string& error
          ",\"error\":" + nlohmann::json(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
 }
 
+namespace {
+
+// A document id as its JSON text, cut and escaped by quote() when long (an id is the input's, of any size).
+std::string idText(const nlohmann::json& id) {
+  std::string text = id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() <= 200 ? text : quote(text);
+}
+
+}  // namespace
+
 std::size_t completedPrefix(std::string_view lines, const std::vector<Document>& docs, const std::string& source,
                             std::size_t* bytes) {
   std::size_t n = 0, pos = 0;
@@ -256,9 +266,21 @@ std::size_t completedPrefix(std::string_view lines, const std::vector<Document>&
     if (j.is_discarded() || !j.is_object() || !j.contains("id") || !(j.contains("tokens") || j.contains("error")))
       break;
     if (j["id"] != docs[n].id)
-      throw Error(source + ": line " + std::to_string(n + 1) + " is document " + j["id"].dump() +
-                  ", expected document " + docs[n].id.dump() +
+      throw Error(source + ": line " + std::to_string(n + 1) + " is document " + idText(j["id"]) +
+                  ", expected document " + idText(docs[n].id) +
                   " of this corpus (an output of another corpus? remove it or drop --resume)");
+    // Its figures are summed into the totals: they must be what a run writes.
+    if (j.contains("tokens")) {
+      const nlohmann::json& t = j["tokens"];
+      const nlohmann::json& nll = j.contains("nll_sum") ? j["nll_sum"] : nlohmann::json();
+      const bool tokensOk = t.is_number_unsigned() && t.get<std::uint64_t>() >= 1 &&
+                            t.get<std::uint64_t>() <= (std::uint64_t(1) << 40);
+      const bool nllOk = nll.is_null() || (nll.is_number() && std::isfinite(nll.get<double>()) && nll.get<double>() >= 0);
+      if (!tokensOk || !nllOk)
+        throw Error(source + ": line " + std::to_string(n + 1) + ": expected \"tokens\" a positive integer and " +
+                    "\"nll_sum\" a non-negative number, got " + quote(lines.substr(pos, end - pos)) +
+                    " (not a line txlc wrote; remove it or drop --resume)");
+    }
     ++n;
     pos = end + 1;
   }

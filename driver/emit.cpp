@@ -1,15 +1,28 @@
 // driver/emit.cpp - emitCompiled().
 #include "driver/emit.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "driver/compile.h"
+#include "frontend/atomic_file.h"
 #include "driver/runtime_libraries.h"
 #include "driver/standalone.h"
 #include "ir/check.h"
 #include "ir/json_io.h"
 
 namespace txl::driver {
+
+namespace {
+
+// The txlc executable an --emit exe copies is one of the command's inputs.
+void noteTxlcExecutable(const std::string& txlc) {
+  struct stat st {};
+  if (::stat(txlc.c_str(), &st) == 0) frontend::noteInputFile("the txlc executable it copies", st.st_dev, st.st_ino);
+}
+
+}  // namespace
 
 nlohmann::json emitCompiled(const Model& m, const Setting& s, const std::string& output, const std::string& emit,
                             const std::string& txlc) {
@@ -36,13 +49,23 @@ nlohmann::json emitCompiled(const Model& m, const Setting& s, const std::string&
   }
   std::vector<std::byte> bytes = serializeArtifact(a);
   if (emit == "exe") {
-    // The libraries it needs beside it (driver/runtime_libraries.h), then the executable.
+    // The libraries it needs beside it (driver/runtime_libraries.h), then the
+    // executable; the destination is checked first, and the libraries this
+    // run added are removed again if the executable is not written.
     const std::filesystem::path out(output);
-    const std::string libs =
-        ((out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path()) / kRuntimeLibraryFolder).string();
-    summary["libraries"] = bundleRuntimeLibraries(txlc, libs);
+    const std::filesystem::path dir = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      throw Error(oneLine(output) + ": the folder " + oneLine(dir.string()) + " does not exist");
+    noteTxlcExecutable(txlc);  // -o must not replace the executable it copies
+    if (!frontend::checkOutputPath(output) && std::filesystem::exists(std::filesystem::symlink_status(out, ec)))
+      throw Error(oneLine(output) + ": is not a regular file; an executable is written as a new file or over one");
+    const std::string libs = (dir / kRuntimeLibraryFolder).string();
+    RuntimeLibraryBundle bundle = bundleRuntimeLibraries(txlc, libs);
+    summary["libraries"] = bundle.names;
     summary["library_folder"] = libs;
     writeStandalone(output, bytes, txlc);
+    bundle.keep();
   } else {
     writeArtifact(output, a);
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "frontend/atomic_file.h"
+#include "frontend/input_file.h"
 #include "ir/check.h"
 
 namespace txl::driver {
@@ -146,18 +147,59 @@ std::vector<RuntimeLibrary> runtimeLibraries(const std::string& executable) {
   return libs;
 }
 
-std::vector<std::string> bundleRuntimeLibraries(const std::string& executable, const std::string& folder) {
+RuntimeLibraryBundle::RuntimeLibraryBundle(RuntimeLibraryBundle&& o) noexcept
+    : names(std::move(o.names)),
+      folder_(std::move(o.folder_)),
+      createdFolder_(o.createdFolder_),
+      created_(std::move(o.created_)),
+      slots_(std::move(o.slots_)) {
+  o.created_.clear();
+  o.slots_.clear();
+  o.createdFolder_ = false;
+}
+
+RuntimeLibraryBundle::~RuntimeLibraryBundle() {
+  for (const std::string& f : created_) ::unlink(f.c_str());
+  if (createdFolder_) ::rmdir(folder_.c_str());
+  for (int s : slots_) frontend::releaseTemporary(s);
+}
+
+void RuntimeLibraryBundle::keep() {
+  for (int s : slots_) frontend::releaseTemporary(s);
+  slots_.clear();
+  created_.clear();
+  createdFolder_ = false;
+}
+
+RuntimeLibraryBundle bundleRuntimeLibraries(const std::string& executable, const std::string& folder) {
   const std::vector<RuntimeLibrary> libs = runtimeLibraries(executable);
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (ec || !std::filesystem::is_directory(folder))
-    throw Error(folder + ": cannot create the folder of the executable's libraries: " + ec.message());
-  std::vector<std::string> names;
-  for (const RuntimeLibrary& lib : libs) {
-    copyFile(lib.path, folder + "/" + lib.name);
-    names.push_back(lib.name);
+  RuntimeLibraryBundle b;
+  b.folder_ = folder;
+  struct stat st {};
+  if (::lstat(folder.c_str(), &st) == 0) {
+    // Never written through: a planted link would send the libraries elsewhere.
+    if (S_ISLNK(st.st_mode))
+      throw Error(oneLine(folder) + ": is a symbolic link; expected the folder of the executable's libraries");
+    if (!S_ISDIR(st.st_mode))
+      throw Error(oneLine(folder) + ": is " + frontend::fileKind(st.st_mode) +
+                  "; expected the folder of the executable's libraries");
+  } else {
+    if (::mkdir(folder.c_str(), 0755) != 0)
+      throw Error(oneLine(folder) + ": cannot create the folder of the executable's libraries: " +
+                  std::strerror(errno));
+    b.createdFolder_ = true;
+    b.slots_.push_back(frontend::registerTemporary(folder, true));
   }
-  return names;
+  for (const RuntimeLibrary& lib : libs) {
+    const std::string to = folder + "/" + lib.name;
+    if (::lstat(to.c_str(), &st) != 0) {  // a new file: removed with the bundle until keep()
+      b.created_.push_back(to);
+      b.slots_.push_back(frontend::registerTemporary(to, false));
+    }
+    copyFile(lib.path, to);
+    b.names.push_back(lib.name);
+  }
+  return b;
 }
 
 }  // namespace txl::driver

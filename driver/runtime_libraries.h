@@ -12,7 +12,9 @@
 // as the build machine's (docs/CLI.md, "Standalone executables").
 //
 //   std::vector<RuntimeLibrary> libs = runtimeLibraries();   // {"libdnnl.so.2", "/lib/x86_64-linux-gnu/libdnnl.so.2"},
-//   ... bundleRuntimeLibraries("out/txlc-libs");
+//   RuntimeLibraryBundle b = bundleRuntimeLibraries(txlc, "out/txlc-libs");
+//   writeStandalone(...);
+//   b.keep();  // else what the bundle created is removed
 #pragma once
 
 #include <string>
@@ -32,8 +34,30 @@ struct RuntimeLibrary {
 // library folders, or a file is not a 64-bit ELF.
 std::vector<RuntimeLibrary> runtimeLibraries(const std::string& executable);
 
-// Copies runtimeLibraries(executable) into `folder` (created if absent), each
-// file atomically; returns the names copied. txl::Error naming the file on failure.
-std::vector<std::string> bundleRuntimeLibraries(const std::string& executable, const std::string& folder);
+// The libraries copied into a folder. Until keep(), what the copy created
+// (the folder, if it was absent, and the files that were not there) is
+// removed when the bundle is destroyed (an error before the executable was
+// written) or on SIGINT/SIGTERM/SIGHUP.
+class RuntimeLibraryBundle {
+ public:
+  RuntimeLibraryBundle() = default;
+  RuntimeLibraryBundle(RuntimeLibraryBundle&& other) noexcept;
+  RuntimeLibraryBundle& operator=(RuntimeLibraryBundle&&) = delete;
+  ~RuntimeLibraryBundle();
+  void keep();
+  std::vector<std::string> names;  // the file names copied
+
+ private:
+  friend RuntimeLibraryBundle bundleRuntimeLibraries(const std::string&, const std::string&);
+  std::string folder_;
+  bool createdFolder_ = false;
+  std::vector<std::string> created_;  // files this copy made
+  std::vector<int> slots_;            // their signal-time registrations (frontend/atomic_file.h)
+};
+
+// Copies runtimeLibraries(executable) into `folder` (made if absent; its
+// parent must exist), each file atomically. txl::Error naming the path when
+// `folder` is a symbolic link or not a folder, or a copy fails.
+RuntimeLibraryBundle bundleRuntimeLibraries(const std::string& executable, const std::string& folder);
 
 }  // namespace txl::driver

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <csignal>
 #include <cmath>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <iomanip>
@@ -555,6 +556,7 @@ bool isRegularFile(const std::string& path) {
 
 int runDocuments(const Options& o, Processes& procs, Phase& phase) {
   const int rank = procs.rank(), ranks = procs.size();
+
   Model m = o.model.open();
   Setting setting = o.model.setting(m);
   const frontend::Vocabulary& vocab = requireVocabulary(m, "score --documents");
@@ -752,7 +754,7 @@ int runDocuments(const Options& o, Processes& procs, Phase& phase) {
         const std::size_t end = kept.find('\n', pos);
         const nlohmann::json j = nlohmann::json::parse(std::string_view(kept).substr(pos, end - pos));
         pos = end + 1;
-        if (j.contains("error")) ++failed;
+        if (j.contains("error") || j.at("nll_sum").is_null()) ++failed;  // as documentLine writes them
         else {
           tokensAll += j.at("tokens").get<std::int64_t>();
           nllSum += j.at("nll_sum").get<double>();
@@ -902,6 +904,13 @@ void registerScore(CLI::App& app, Action& action) {
       if (!documents->count() && opt->count()) throw CLI::ValidationError(opt->get_name(), "needs --documents");
     if (o->resume && (o->output.empty() || o->output == "-")) throw CLI::ValidationError("--resume", "needs -o FILE");
     if (o->output == "-") o->output.clear();  // the lines to stdout, as without -o
+    if (!o->summary.empty() && !o->output.empty()) {
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      const auto a = fs::weakly_canonical(o->summary, ec);
+      if (a == fs::weakly_canonical(o->output, ec) || a == fs::weakly_canonical(o->output + ".partial", ec))
+        throw CLI::ValidationError("--summary", "is the file of the lines (-o); give another file");
+    }
     if (o->documentsFormat != "auto" && o->documentsFormat != "lines" && o->documentsFormat != "jsonl")
       throw CLI::ValidationError("--documents-format",
                                  "expected auto, lines or jsonl, got '" + o->documentsFormat + "'");

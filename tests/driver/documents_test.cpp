@@ -154,6 +154,12 @@ TEST_CASE("documents: the prefix an earlier output holds", "[documents]") {
   CHECK(completedPrefix("", docs, "o.jsonl") == 0);
   CHECK_THROWS_WITH(completedPrefix(documentLine(9, {3, 1.5}, 0) + "\n", docs, "o.jsonl"),
                     Catch::Contains("o.jsonl: line 1 is document 9, expected document 1"));
+  // Figures no run writes are refused, not summed.
+  for (const char* bad : {"{\"id\":1,\"tokens\":99999999999999999999,\"nll_sum\":3}\n",
+                          "{\"id\":1,\"tokens\":-5,\"nll_sum\":3}\n", "{\"id\":1,\"tokens\":5,\"nll_sum\":-3}\n",
+                          "{\"id\":1,\"tokens\":\"5\",\"nll_sum\":3}\n"})
+    CHECK_THROWS_WITH(completedPrefix(bad, docs, "o.jsonl"),
+                      Catch::StartsWith("o.jsonl: line 1: expected \"tokens\" a positive integer"));
   const nlohmann::json j = nlohmann::json::parse(documentLine("x", {4, 0.1 + 0.2}, 2));
   CHECK(j["nll_sum"].get<double>() == 0.1 + 0.2);  // 17 digits: the bits survive the text
   CHECK(j["tokens"] == 4);

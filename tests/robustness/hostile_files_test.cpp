@@ -199,3 +199,40 @@ TEST_CASE("SIGTERM while an output is written leaves no temporary", "[robustness
   CHECK_FALSE(hasTemporary(dir));
   fs::remove_all(dir);
 }
+
+TEST_CASE("--emit exe checks its destination first and never writes its libraries elsewhere",
+          "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-emit");
+  const std::string model = kSource + "/models/kjv-char";
+  auto compileExe = [&](const std::string& out) {
+    return runProcess({kTxlc, "compile", model, "--emit", "exe", "-o", out}, dir, kTimeout);
+  };
+  // A planted txlc-libs link: refused, its target untouched.
+  fs::create_directory(dir + "/victim");
+  { std::ofstream(dir + "/victim/libdnnl.so.2") << "keep\n"; }
+  fs::create_directory_symlink("victim", dir + "/txlc-libs");
+  auto r = compileExe("m-exe");
+  CHECK(r.exitCode == 3);
+  CHECK(oneLine(r) == "txlc: error: ./txlc-libs: is a symbolic link; expected the folder of the executable's libraries");
+  std::string kept;
+  std::getline(std::ifstream(dir + "/victim/libdnnl.so.2"), kept);
+  CHECK(kept == "keep");
+  CHECK(std::distance(fs::directory_iterator(dir + "/victim"), fs::directory_iterator()) == 1);
+  fs::remove(dir + "/txlc-libs");
+  // A destination refused (a symlink, a FIFO) leaves no library folder behind.
+  fs::create_symlink("elsewhere", dir + "/link-exe");
+  r = compileExe("link-exe");
+  CHECK(r.exitCode == 3);
+  REQUIRE(::mkfifo((dir + "/fifo-exe").c_str(), 0600) == 0);
+  r = compileExe("fifo-exe");
+  CHECK(r.exitCode == 3);
+  CHECK(oneLine(r) == "txlc: error: fifo-exe: is not a regular file; an executable is written as a new file or over one");
+  CHECK_FALSE(fs::exists(fs::symlink_status(dir + "/txlc-libs")));
+  // A missing folder is not made.
+  r = compileExe("no/x");
+  CHECK(r.exitCode == 3);
+  CHECK(oneLine(r) == "txlc: error: no/x: the folder no does not exist");
+  CHECK_FALSE(fs::exists(dir + "/no"));
+  CHECK_FALSE(hasTemporary(dir));
+  fs::remove_all(dir);
+}
