@@ -21,6 +21,12 @@ std::string oneLine(const std::string& s) {
   static const char* const hex = "0123456789abcdef";
   std::string out;
   for (char c : s) {
+    if (out.size() >= kMaxLine) {
+      std::size_t cut = kMaxLine;
+      while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+      out.resize(cut);
+      return out + "\u2026 (" + std::to_string(s.size()) + " bytes)";
+    }
     const auto u = static_cast<unsigned char>(c);
     if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";

@@ -26,7 +26,11 @@ class InternalError : public std::logic_error {
 };
 
 // `s` with control characters escaped (\n, \t, \r, \xNN), so that a
-// message stays one line whatever it quotes (a file name may hold a newline).
+// message stays one line whatever it quotes (a file name may hold a newline),
+// and at most kMaxLine bytes: a longer one is cut (at a character boundary)
+// with the full length noted, `… (5000123 bytes)`. Every error and warning
+// line passes through it, so no input makes one unbounded.
+inline constexpr std::size_t kMaxLine = 2000;
 std::string oneLine(const std::string& s);
 
 // The most txlc quotes of any text that comes from a file or a flag.

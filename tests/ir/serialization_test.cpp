@@ -115,4 +115,11 @@ TEST_CASE("oneLine escapes control characters and keeps the rest") {
   CHECK(txl::oneLine("a\nb\tc\rd") == "a\\nb\\tc\\rd");
   CHECK(txl::oneLine(std::string("x\x01y\x7f", 4)) == "x\\x01y\\x7f");
   CHECK(txl::oneLine("plain path/é.txt") == "plain path/é.txt");
+  // Bounded: a 5 MB name gives a line of about kMaxLine bytes, cut between characters.
+  std::string huge;
+  for (int i = 0; i < 1000000; ++i) huge += "é\x1b";
+  const std::string line = txl::oneLine(huge);
+  CHECK(line.size() < txl::kMaxLine + 40);
+  CHECK(line.find("\u2026 (" + std::to_string(huge.size()) + " bytes)") != std::string::npos);
+  CHECK(txl::oneLine(std::string(txl::kMaxLine, 'a')) == std::string(txl::kMaxLine, 'a'));
 }
