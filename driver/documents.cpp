@@ -251,7 +251,7 @@ namespace {
 // A document id as its JSON text, cut and escaped by quote() when long (an id is the input's, of any size).
 std::string idText(const nlohmann::json& id) {
   std::string text = id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return text.size() <= 200 ? text : quote(text);
+  return text.size() <= kMaxQuoted ? text : quote(text);
 }
 
 }  // namespace
@@ -272,10 +272,12 @@ std::size_t completedPrefix(std::string_view lines, const std::vector<Document>&
     // Its figures are summed into the totals: they must be what a run writes.
     if (j.contains("tokens")) {
       const nlohmann::json& t = j["tokens"];
-      const nlohmann::json& nll = j.contains("nll_sum") ? j["nll_sum"] : nlohmann::json();
       const bool tokensOk = t.is_number_unsigned() && t.get<std::uint64_t>() >= 1 &&
                             t.get<std::uint64_t>() <= (std::uint64_t(1) << 40);
-      const bool nllOk = nll.is_null() || (nll.is_number() && std::isfinite(nll.get<double>()) && nll.get<double>() >= 0);
+      // documentLine writes null for an NLL that is not finite; the totals count that line as failed.
+      const auto nll = j.find("nll_sum");
+      const bool nllOk = nll != j.end() && (nll->is_null() || (nll->is_number() && std::isfinite(nll->get<double>()) &&
+                                                              nll->get<double>() >= 0));
       if (!tokensOk || !nllOk)
         throw Error(source + ": line " + std::to_string(n + 1) + ": expected \"tokens\" a positive integer and " +
                     "\"nll_sum\" a non-negative number, got " + quote(lines.substr(pos, end - pos)) +

@@ -556,7 +556,6 @@ bool isRegularFile(const std::string& path) {
 
 int runDocuments(const Options& o, Processes& procs, Phase& phase) {
   const int rank = procs.rank(), ranks = procs.size();
-
   Model m = o.model.open();
   Setting setting = o.model.setting(m);
   const frontend::Vocabulary& vocab = requireVocabulary(m, "score --documents");

@@ -157,7 +157,7 @@ TEST_CASE("documents: the prefix an earlier output holds", "[documents]") {
   // Figures no run writes are refused, not summed.
   for (const char* bad : {"{\"id\":1,\"tokens\":99999999999999999999,\"nll_sum\":3}\n",
                           "{\"id\":1,\"tokens\":-5,\"nll_sum\":3}\n", "{\"id\":1,\"tokens\":5,\"nll_sum\":-3}\n",
-                          "{\"id\":1,\"tokens\":\"5\",\"nll_sum\":3}\n"})
+                          "{\"id\":1,\"tokens\":\"5\",\"nll_sum\":3}\n", "{\"id\":1,\"tokens\":5}\n"})
     CHECK_THROWS_WITH(completedPrefix(bad, docs, "o.jsonl"),
                       Catch::StartsWith("o.jsonl: line 1: expected \"tokens\" a positive integer"));
   const nlohmann::json j = nlohmann::json::parse(documentLine("x", {4, 0.1 + 0.2}, 2));
