@@ -252,10 +252,12 @@ void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const
   a.rtHead = rs[0], a.rtDim = rs[1];
   for (std::size_t i = 5; i < ops.size(); ++i) TXL_CHECK(ops[i].strides.empty(), "rel_attention: masks must be dense");
   a.scale = static_cast<float>(g_.op(n).attrs.getFloat("scale"));
+  a.kvBf16 = ops[2].type.dtype == ir::DType::BF16;
+  TXL_CHECK(ops[3].type.dtype == ops[2].type.dtype, "rel_attention: k and v of two dtypes");
   const bool padded = ops.size() == 7;
   addKernel(n, "txl:rel_attention", [p = &plan_, ops, out, a, padded]() mutable {
     auto f32 = [p](const View& v) { return reinterpret_cast<float*>(p->ptr(v)); };
-    a.qu = f32(ops[0]), a.qv = f32(ops[1]), a.k = f32(ops[2]), a.v = f32(ops[3]), a.rt = f32(ops[4]);
+    a.qu = f32(ops[0]), a.qv = f32(ops[1]), a.k = p->ptr(ops[2]), a.v = p->ptr(ops[3]), a.rt = f32(ops[4]);
     a.mask = f32(ops[5]);
     a.pad = padded ? f32(ops[6]) : nullptr;
     a.out = f32(out);

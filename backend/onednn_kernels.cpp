@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/bf16.h"
 #include "ir/check.h"
 
 namespace txl::backend::kernels {
@@ -45,13 +46,6 @@ void forEachIndex(const ir::Shape& shape, const std::int64_t* const (&strides)[N
   }
 }
 
-std::uint16_t toBf16(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  if (std::isnan(f)) return 0x7fc0;
-  bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest even
-  return static_cast<std::uint16_t>(bits >> 16);
-}
 
 }  // namespace
 
@@ -88,7 +82,7 @@ void fill(void* out, ir::DType dtype, std::int64_t n, double value) {
       for (std::int64_t i = 0; i < n; ++i) static_cast<float*>(out)[i] = static_cast<float>(value);
       return;
     case ir::DType::BF16: {
-      std::uint16_t v = toBf16(static_cast<float>(value));
+      std::uint16_t v = ir::floatToBf16(static_cast<float>(value));
       for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(out)[i] = v;
       return;
     }

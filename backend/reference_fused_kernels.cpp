@@ -49,12 +49,14 @@ ir::Tensor relAttention(const ir::Tensor& qu, const ir::Tensor& qv, const ir::Te
   // The chain fuse-attention replaces: head-major views, the two score
   // matmuls, rel_scores (then the padding keys' mask), softmax, P · V.
   const std::vector<std::int64_t> headMajor{1, 2, 0, 3};
-  const ir::Tensor ac = matmul(permute(qu, headMajor), permute(k, headMajor), false, true);
+  // bf16 keys and values (a bf16 state window) are widened: the products are f32.
+  const ir::Tensor ac = matmul(permute(qu, headMajor), permute(ir::convertFloat(k, ir::DType::F32), headMajor), false, true);
   const ir::Tensor bd = matmul(permute(qv, headMajor), rt, false, false);
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   ir::Tensor scores = relScores(ac, bd, mask, scale, kNegInf);
   if (pad) scores = maskedFill(scores, *pad, kNegInf);
-  return permute(matmul(softmax(scores, -1), permute(v, headMajor), false, false), {2, 0, 1, 3});
+  return permute(matmul(softmax(scores, -1), permute(ir::convertFloat(v, ir::DType::F32), headMajor), false, false),
+                 {2, 0, 1, 3});
 }
 
 ir::Tensor fusedLinear(const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor* bias, const ir::Tensor* residual,

@@ -21,15 +21,6 @@ namespace txl::backend::ref {
 
 using ir::DType;
 
-float bf16ToFloat(std::uint16_t bits) { return std::bit_cast<float>(std::uint32_t(bits) << 16); }
-
-std::uint16_t floatToBf16(float value) {
-  std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-  if (std::isnan(value)) return std::uint16_t((bits >> 16) | 0x40);  // keep it a (quiet) NaN
-  bits += 0x7fff + ((bits >> 16) & 1);                               // round to nearest even
-  return std::uint16_t(bits >> 16);
-}
-
 namespace {
 
 // --- dtype handling ---------------------------------------------------------

@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "ir/bf16.h"
 #include "ir/tensor.h"
 
 namespace txl::backend::ref {
@@ -70,8 +71,8 @@ Tensor relShift(const Tensor& x);
 // x [..., N], idx i64[...] -> x[..., idx]; an index outside [0, N) throws txl::Error.
 Tensor pick(const Tensor& x, const Tensor& idx);
 
-// bf16 <-> f32 (round to nearest even; NaN stays NaN).
-float bf16ToFloat(std::uint16_t bits);
-std::uint16_t floatToBf16(float value);
+// bf16 <-> f32 (ir/bf16.h).
+using ir::bf16ToFloat;
+using ir::floatToBf16;
 
 }  // namespace txl::backend::ref

@@ -22,7 +22,9 @@
 //      [k - 64 (nb - t), ... + 64). Lanes j < 0 of the first block are masked
 //      and never read. Blocks no row of the task uses are skipped.
 //   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
-//      transposes), V's rows copied into a dense Vb[64][64] (copyValues).
+//      transposes), V's rows copied into a dense Vb[64][64] (copyValues);
+//      bf16 keys and values are widened to f32 on the way (exact), so the
+//      rest runs as for f32 and reads half the bytes from the window.
 //      The next block's K and V rows are prefetched a share per row group,
 //      one K and one V row at every 16th step of the group's BD loop.
 //   4. Per group of MR <= 4 rows (skipped when none of them uses the block),
@@ -65,10 +67,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "backend/vector_exp.h"
+#include "ir/bf16.h"
 
 namespace txl::backend::kernels {
 
@@ -82,19 +86,35 @@ constexpr I kMaxD = 64;
 constexpr int kRowGroup = 4;  // MR: the BD window's 4 x 5 zmm and P V's 4 x 4 fit the 32 registers
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The pointers of one (batch, head) and their position strides.
+// The pointers of one (batch, head) and their position strides (in
+// elements; k and v are f32 or bf16, kvSize bytes an element).
 struct HeadView {
-  const float *qu, *qv, *k, *v, *rt;
+  const float *qu, *qv;
+  const char *k, *v;
+  const float* rt;
   I quPos, qvPos, kPos, vPos, outPos;
   float* out;
   I rtDim;  // rt's stride from one of D's rows to the next
+  I kvSize;
 };
 
 HeadView headView(const RelAttentionArgs& a, I b, I h) {
   const auto at = [&](auto* p, const RowStrides& s) { return p + b * s.batch + h * s.head; };
-  return {at(a.qu, a.quStrides), at(a.qv, a.qvStrides), at(a.k, a.kStrides),     at(a.v, a.vStrides),
-          a.rt + h * a.rtHead,   a.quStrides.pos,       a.qvStrides.pos,         a.kStrides.pos,
-          a.vStrides.pos,        a.outStrides.pos,      at(a.out, a.outStrides), a.rtDim};
+  const I kvSize = a.kvBf16 ? 2 : 4;
+  const auto bytes = [&](const void* p, const RowStrides& s) {
+    return static_cast<const char*>(p) + (b * s.batch + h * s.head) * kvSize;
+  };
+  return {at(a.qu, a.quStrides), at(a.qv, a.qvStrides), bytes(a.k, a.kStrides), bytes(a.v, a.vStrides),
+          a.rt + h * a.rtHead,   a.quStrides.pos,       a.qvStrides.pos,        a.kStrides.pos,
+          a.vStrides.pos,        a.outStrides.pos,      at(a.out, a.outStrides), a.rtDim,
+          kvSize};
+}
+
+// Element c of key or value row j (base: hv.k or hv.v, pos: its position stride), as f32.
+float kvAt(const HeadView& hv, const char* base, I pos, I j, I c) {
+  const I at = j * pos + c;
+  return hv.kvSize == 2 ? ir::bf16ToFloat(reinterpret_cast<const std::uint16_t*>(base)[at])
+                        : reinterpret_cast<const float*>(base)[at];
 }
 
 // Unmasked keys of one query row lie in [first, last] (first > last: none).
@@ -197,7 +217,7 @@ void portableRowBlock(const RelAttentionArgs& a, const HeadView& hv, I i, I j0, 
     const I src = j + q - 1 - i;
     if (src < k)
       for (I c = 0; c < d; ++c) acc = std::fma(hv.qv[i * hv.qvPos + c], hv.rt[c * hv.rtDim + src], acc);
-    for (I c = 0; c < d; ++c) acc = std::fma(hv.qu[i * hv.quPos + c], hv.k[j * hv.kPos + c], acc);
+    for (I c = 0; c < d; ++c) acc = std::fma(hv.qu[i * hv.quPos + c], kvAt(hv, hv.k, hv.kPos, j, c), acc);
     s[n] = a.scale * acc;
     blockMax = std::max(blockMax, s[n]);
   }
@@ -214,7 +234,7 @@ void portableRowBlock(const RelAttentionArgs& a, const HeadView& hv, I i, I j0, 
   float* o = st.o + r * kMaxD;
   for (I c = 0; c < d; ++c) o[c] *= alpha;
   for (I n = lanes.lo; n < lanes.hi; ++n)
-    for (I c = 0; c < d; ++c) o[c] = std::fma(s[n], hv.v[(j0 + n) * hv.vPos + c], o[c]);
+    for (I c = 0; c < d; ++c) o[c] = std::fma(s[n], kvAt(hv, hv.v, hv.vPos, j0 + n, c), o[c]);
 }
 
 void writeRows(const HeadView& hv, const Task& t, I d, const RowState& st) {
@@ -295,20 +315,38 @@ TXL_AVX512_INLINE void transpose16(__m512 (&r)[16]) {
   }
 }
 
+// The lanes `cols` of 16 f32 at p, or of 16 bf16 at p widened (exactly: a bf16 is an f32's upper half).
+template <typename T>
+TXL_AVX512_INLINE __m512 loadRow(__mmask16 cols, const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_maskz_loadu_ps(cols, p);
+  } else {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(cols, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
+}
+
 // kt[c][n] = K[j0 + n][c] for the 16-key tiles meeting lanes [lanes.lo, lanes.hi);
 // keys j < 0 are zero and not read.
-TXL_AVX512 void transposeKeys(const HeadView& hv, I d, I j0, LaneRange lanes, float* kt) {
+template <typename T>
+TXL_AVX512 void transposeKeysOf(const HeadView& hv, I d, I j0, LaneRange lanes, float* kt) {
+  const T* keys = reinterpret_cast<const T*>(hv.k);
   for (I n0 = lanes.lo / 16 * 16; n0 < lanes.hi; n0 += 16)
     for (I c0 = 0; c0 < d; c0 += 16) {
       const __mmask16 cols = laneMask(0, d - c0);
       __m512 r[16];
       for (I n = 0; n < 16; ++n) {
         const I j = j0 + n0 + n;
-        r[n] = j < 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(cols, hv.k + j * hv.kPos + c0);
+        r[n] = j < 0 ? _mm512_setzero_ps() : loadRow(cols, keys + j * hv.kPos + c0);
       }
       transpose16(r);
       for (I c = 0; c < std::min<I>(16, d - c0); ++c) _mm512_store_ps(kt + (c0 + c) * kKeyBlock + n0, r[c]);
     }
+}
+
+TXL_AVX512 void transposeKeys(const HeadView& hv, I d, I j0, LaneRange lanes, float* kt) {
+  if (hv.kvSize == 2) transposeKeysOf<std::uint16_t>(hv, d, j0, lanes, kt);
+  else transposeKeysOf<float>(hv, d, j0, lanes, kt);
 }
 
 // vb[n][0 .. 16 NV) = V[j0 + n][0 .. d), zero beyond d, for the keys of lanes
@@ -317,7 +355,9 @@ TXL_AVX512 void transposeKeys(const HeadView& hv, I d, I j0, LaneRange lanes, fl
 // the same few L1 sets, so each row group would re-fetch them from L2 and
 // P V would fall well below the AC loop's FMA rate; with vb it runs at
 // about that rate. The 4 rows' loads are issued before their stores.
-TXL_AVX512 void copyValues(const HeadView& hv, I d, I j0, LaneRange lanes, float* vb) {
+template <typename T>
+TXL_AVX512 void copyValuesOf(const HeadView& hv, I d, I j0, LaneRange lanes, float* vb) {
+  const T* values = reinterpret_cast<const T*>(hv.v);
   __mmask16 cols[4];
   for (int v = 0; v < 4; ++v) cols[v] = laneMask(0, d - 16 * v);
   const I nv = (d + 15) / 16;
@@ -326,14 +366,19 @@ TXL_AVX512 void copyValues(const HeadView& hv, I d, I j0, LaneRange lanes, float
     __m512 x[4][4];
     for (int r = 0; r < 4; ++r)
       for (int v = 0; v < 4; ++v)
-        if (v < nv) x[r][v] = _mm512_maskz_loadu_ps(cols[v], hv.v + (j0 + n + r) * hv.vPos + 16 * v);
+        if (v < nv) x[r][v] = loadRow(cols[v], values + (j0 + n + r) * hv.vPos + 16 * v);
     for (int r = 0; r < 4; ++r)
       for (int v = 0; v < 4; ++v)
         if (v < nv) _mm512_store_ps(vb + (n + r) * kMaxD + 16 * v, x[r][v]);
   }
   for (; n < lanes.hi; ++n)
     for (int v = 0; v < nv; ++v)
-      _mm512_store_ps(vb + n * kMaxD + 16 * v, _mm512_maskz_loadu_ps(cols[v], hv.v + (j0 + n) * hv.vPos + 16 * v));
+      _mm512_store_ps(vb + n * kMaxD + 16 * v, loadRow(cols[v], values + (j0 + n) * hv.vPos + 16 * v));
+}
+
+TXL_AVX512 void copyValues(const HeadView& hv, I d, I j0, LaneRange lanes, float* vb) {
+  if (hv.kvSize == 2) copyValuesOf<std::uint16_t>(hv, d, j0, lanes, vb);
+  else copyValuesOf<float>(hv, d, j0, lanes, vb);
 }
 
 // The K and V rows [j, j + count) of the next key block that one row group
@@ -354,11 +399,12 @@ struct BlockView {
   NextRows next;       // the current row group's share of the next block
 };
 
-// Rows [j1, j2) of a [keys, d] operand at position stride `pos` into the
-// caches ahead of use (K and V rows are pages apart: no hardware prefetch).
-TXL_AVX512_INLINE void prefetchRows(const float* base, I pos, I d, I j1, I j2) {
+// Rows [j1, j2) of a [keys, d] operand (f32 or bf16: `size` bytes an
+// element) at position stride `pos` into the caches ahead of use (K and V
+// rows are pages apart: no hardware prefetch).
+TXL_AVX512_INLINE void prefetchRows(const char* base, I size, I pos, I d, I j1, I j2) {
   for (I j = j1; j < j2; ++j)
-    for (I c = 0; c < d; c += 16) __builtin_prefetch(base + j * pos + c);
+    for (I c = 0; c < d * size; c += 64) __builtin_prefetch(base + j * pos * size + c);
 }
 
 // Share g of G of the K and V rows of the next block (at jn): row group g's.
@@ -374,16 +420,16 @@ TXL_AVX512_INLINE void prefetchInLoop(const BlockView& bv, I c) {
   if ((c & 15) != 0 || (c >> 4) >= bv.next.count) return;
   const HeadView& hv = *bv.hv;
   const I j = bv.next.j + (c >> 4);
-  prefetchRows(hv.k, hv.kPos, bv.d, j, j + 1);
-  prefetchRows(hv.v, hv.vPos, bv.d, j, j + 1);
+  prefetchRows(hv.k, hv.kvSize, hv.kPos, bv.d, j, j + 1);
+  prefetchRows(hv.v, hv.kvSize, hv.vPos, bv.d, j, j + 1);
 }
 
 // Rows [from, count) of the share at once: those BD's loop had no slot for
 // (from = d / 16 slots), or all of a group that skips the block (from = 0).
 TXL_AVX512_INLINE void prefetchShare(const BlockView& bv, I from) {
   const HeadView& hv = *bv.hv;
-  prefetchRows(hv.k, hv.kPos, bv.d, bv.next.j + from, bv.next.j + bv.next.count);
-  prefetchRows(hv.v, hv.vPos, bv.d, bv.next.j + from, bv.next.j + bv.next.count);
+  prefetchRows(hv.k, hv.kvSize, hv.kPos, bv.d, bv.next.j + from, bv.next.j + bv.next.count);
+  prefetchRows(hv.v, hv.kvSize, hv.vPos, bv.d, bv.next.j + from, bv.next.j + bv.next.count);
 }
 
 // Keeps x in registers: without it GCC folds a load into each row's FMA
@@ -696,7 +742,7 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t, const KeyRa
   for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
     const LaneRange taskLanes = lanesOf(taskKeys, j0);
     if (taskLanes.lo >= taskLanes.hi) continue;
-    prefetchRows(hv.v, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // copied after the transposes
+    prefetchRows(hv.v, hv.kvSize, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // copied after the transposes
     transposeKeys(hv, d, j0, taskLanes, kt);
     copyValues(hv, d, j0, taskLanes, vb);
     bv.j0 = j0;

@@ -8,7 +8,8 @@
 //         = scale · (qu_i · k_j + qv_i · rt[:, j + q - 1 - i])   (the rt term 0 when j + q - 1 - i >= k)
 //   out_i = Σ_j softmax(s)[j] · v_j                     (NaN when every key is masked, as PyTorch)
 //
-// qu_i, qv_i, k_j, v_j and out_i are the D-vectors at [i or j, b, h, :],
+// qu_i, qv_i, k_j, v_j and out_i are the D-vectors at [i or j, b, h, :]
+// (k and v f32 or bf16, widened to f32 as they are read; everything else f32),
 // rt[h] is the BD table [D, k] (W_r R pretransposed, positions contiguous;
 // a shorter segment's table is a suffix of the longest one's, so rows may
 // be longer than k).
@@ -41,9 +42,10 @@ struct RelAttentionArgs {
   const float* qu = nullptr;  // [q, batch, heads, d]: the query plus u (content bias)
   const float* qv = nullptr;  // [q, batch, heads, d]: the query plus v (position bias)
   RowStrides quStrides, qvStrides;
-  const float* k = nullptr;  // [k, batch, heads, d]
-  const float* v = nullptr;  // [k, batch, heads, d]
+  const void* k = nullptr;  // [k, batch, heads, d] of kvType
+  const void* v = nullptr;  // [k, batch, heads, d] of kvType
   RowStrides kStrides, vStrides;
+  bool kvBf16 = false;  // k and v are bf16 (a bf16 state window), else f32
   const float* rt = nullptr;  // [heads, d, k], positions contiguous: element (h, c, p) at h * rtHead + c * rtDim + p
   std::int64_t rtHead = 0, rtDim = 0;
   const float* mask = nullptr;  // [q, k] dense, nonzero: masked

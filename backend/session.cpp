@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ir/bf16.h"
 #include "ir/check.h"
 
 namespace txl::backend {
@@ -16,7 +17,7 @@ const std::vector<ir::Tensor>& CompiledModel::initialRows() const {
       ir::Tensor row = initialRowFactory_(slot);
       TXL_CHECK(row.dtype() == ir::DType::F32 && row.shape() == slot.rowShape,
                 "an initial memory row of slot " + std::to_string(slot.slot) + " has type " + row.type().str());
-      initialRows_.push_back(row);
+      initialRows_.push_back(ir::convertFloat(row, slot.dtype));
     }
   });
   return initialRows_;
@@ -40,9 +41,9 @@ Session::Session(std::shared_ptr<const CompiledModel> model) : model_(std::move(
   capacity_ = info.memLen > 0 ? 2 * info.memLen + std::max<std::int64_t>(info.qlen, 1) : 0;
   start_ = info.memLen;
   for (const SlotLayout& slot : layout()) {
-    buffers_.push_back(ir::Tensor::zeros({ir::DType::F32, withRows(slot, capacity_)}));
+    buffers_.push_back(ir::Tensor::zeros({slot.dtype, withRows(slot, capacity_)}));
     slotNames_.push_back(memName(slot.slot));
-    slotTypes_.push_back({ir::DType::F32, withRows(slot, 0)});
+    slotTypes_.push_back({slot.dtype, withRows(slot, 0)});
   }
   reset();
 }
@@ -52,7 +53,8 @@ char* Session::rowPtr(std::size_t index, std::int64_t first) {
 }
 
 std::size_t Session::rowBytes(std::size_t index, std::int64_t count) const {
-  return std::size_t(count) * std::size_t(rowElements(layout()[index])) * sizeof(float);
+  const SlotLayout& slot = layout()[index];
+  return std::size_t(count) * std::size_t(rowElements(slot)) * ir::dtypeSize(slot.dtype);
 }
 
 void Session::bindRows(std::size_t index, std::int64_t first, std::int64_t count) {
@@ -102,12 +104,12 @@ void Session::resetStream(std::int64_t b) {
 ir::Tensor Session::rows(std::size_t index, std::int64_t first, std::int64_t count) const {
   const SlotLayout& slot = layout()[index];
   char* base = static_cast<char*>(const_cast<void*>(buffers_[index].raw()));
-  return ir::Tensor({ir::DType::F32, withRows(slot, count)}, base + first * rowElements(slot) * sizeof(float), nullptr);
+  return ir::Tensor({slot.dtype, withRows(slot, count)}, base + rowBytes(index, first), nullptr);
 }
 
 ir::Tensor Session::memory(std::int64_t slot) const {
   for (std::size_t i = 0; i < layout().size(); ++i)
-    if (layout()[i].slot == slot) return rows(i, start_, mlen_);
+    if (layout()[i].slot == slot) return ir::convertFloat(rows(i, start_, mlen_), ir::DType::F32);
   throw Error("the model has no memory slot " + std::to_string(slot));
 }
 
@@ -156,7 +158,7 @@ void Session::ensureRoom(std::int64_t klen) {
   if (dest + klen > capacity_) {                  // a segment longer than the windows were sized for: grow once
     std::int64_t capacity = 2 * info.memLen + klen;
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
-      ir::Tensor grown = ir::Tensor::zeros({ir::DType::F32, withRows(layout()[i], capacity)});
+      ir::Tensor grown = ir::Tensor::zeros({layout()[i].dtype, withRows(layout()[i], capacity)});
       std::memcpy(static_cast<char*>(grown.raw()) + rowBytes(i, dest), rowPtr(i, start_), rowBytes(i, mlen_));
       buffers_[i] = grown;
       rowsMoved_ += mlen_;
@@ -240,7 +242,10 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
 
 TensorMap Session::saveState() const {
   TensorMap state;
-  for (std::size_t i = 0; i < layout().size(); ++i) state[memName(layout()[i].slot)] = rows(i, start_, mlen_).clone();
+  for (std::size_t i = 0; i < layout().size(); ++i) {
+    const ir::Tensor view = rows(i, start_, mlen_);
+    state[memName(layout()[i].slot)] = view.dtype() == ir::DType::F32 ? view.clone() : ir::convertFloat(view, ir::DType::F32);
+  }
   return state;
 }
 
@@ -279,7 +284,7 @@ void Session::loadState(const TensorMap& state) {
   start_ = info.memLen - mlen_;  // room for a warm-up plan's padding before it
   for (std::size_t i = 0; i < layout().size(); ++i) {
     const ir::Tensor& t = state.at(memName(layout()[i].slot));
-    std::memcpy(rowPtr(i, start_), t.raw(), t.bytes());
+    ir::convertFloats(t.dtype(), t.raw(), layout()[i].dtype, rowPtr(i, start_), t.numel());  // bf16 windows round
   }
 }
 

@@ -188,7 +188,8 @@ class Session {
   // other streams remember, so a stream's results cannot depend on its
   // neighbours through the choice of plan (documents scoring).
   void padAlways(bool on) { padAlways_ = on; }
-  // The memory of a slot: f32[mlen, batch, width] (txl::Error for a slot the model does not have).
+  // The memory of a slot: f32[mlen, batch, width] (txl::Error for a slot the
+  // model does not have); a view of the window, or a widened copy of a bf16 one.
   ir::Tensor memory(std::int64_t slot) const;
   const std::vector<SlotLayout>& layout() const { return model_->stateLayout(); }
   // Rows of state moved so far by the session itself (window compaction,
@@ -198,7 +199,9 @@ class Session {
   std::size_t stateBytes() const;
 
   // The state as named tensors ("mem.<slot>" f32[mlen, batch, width]), and
-  // back (every stream then remembers mlen positions). loadState checks the slots and shapes against the model
+  // back (every stream then remembers mlen positions). A bf16 window
+  // (SlotLayout::dtype) is widened on the way out and rounded on the way in,
+  // so a state file is f32 whatever the precision. loadState checks the slots and shapes against the model
   // (txl::Error naming the tensor otherwise).
   TensorMap saveState() const;
   void loadState(const TensorMap& state);
@@ -225,7 +228,7 @@ class Session {
 
   std::shared_ptr<const CompiledModel> model_;
   std::map<SegmentKey, SegmentPlan> plans_;
-  std::vector<ir::Tensor> buffers_;  // per layout slot, f32[capacity_, row shape]
+  std::vector<ir::Tensor> buffers_;  // per layout slot, [capacity_, row shape] of the slot's dtype
   std::int64_t capacity_ = 0;
   std::int64_t start_ = 0;  // the memory is rows [start_, start_ + mlen_); start_ >= memLen - mlen_
   std::int64_t mlen_ = 0;

@@ -25,7 +25,7 @@ namespace {
 constexpr double kBf16Roundoff = 1.0 / 256;
 // The conformance bounds at --precision bf16 (docs/PRECISION.md, "Tolerances").
 constexpr double kBf16RelL2Bound = 8 * kBf16Roundoff;
-constexpr double kBf16ElementBound = 64 * kBf16Roundoff;
+constexpr double kBf16ElementBound = 128 * kBf16Roundoff;
 
 TensorComparison compare(const std::string& name, const ir::Tensor& got, const ir::Tensor& want, double atol,
                          double rtol, double relL2Bound) {

@@ -15,7 +15,7 @@ std::string memoryForm(const Setting& s) {
 
 void applyPrecision(Setting& s, Precision p) {
   s.precision = p;
-  s.pipeline.bf16Matmuls = p == Precision::BF16;
+  s.pipeline.bf16 = p == Precision::BF16;
 }
 
 void selectPipeline(Setting& s, const SettingChoice& c) {
@@ -33,7 +33,8 @@ void selectPipeline(Setting& s, const SettingChoice& c) {
     named("--passes", [&] { s.pipeline.passes = passes::parsePassList(*c.passes); });
   for (const auto& name : c.disabled) {
     named("--disable-pass", [&] { passes::createPass(name); });
-    if (name == "bf16-matmuls") throw Error("--disable-pass: bf16-matmuls follows --precision; use --precision f32");
+    if (passes::isPrecisionPass(name))
+      throw Error("--disable-pass: " + name + " follows --precision; use --precision f32");
     s.pipeline.disabled.insert(name);
   }
   if (c.precision) applyPrecision(s, parsePrecision(*c.precision, "--precision"));

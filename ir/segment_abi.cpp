@@ -15,7 +15,7 @@ std::vector<MemorySlot> memorySlots(const Graph& g) {
   std::map<std::int64_t, MemorySlot> slots;
   auto note = [&](std::int64_t slot, const TensorType& type, bool windowed) {
     TXL_CHECK(type.rank() >= 1, "memory of rank 0");
-    MemorySlot layout{slot, Shape(type.shape.begin() + 1, type.shape.end()), windowed};
+    MemorySlot layout{slot, Shape(type.shape.begin() + 1, type.shape.end()), windowed, type.dtype};
     auto [it, fresh] = slots.emplace(slot, layout);
     TXL_CHECK(fresh || it->second == layout, "memory slot " + std::to_string(slot) + " used inconsistently");
   };
@@ -45,7 +45,8 @@ namespace {
 std::string slotsStr(const std::vector<MemorySlot>& slots) {
   std::string s;
   for (const MemorySlot& m : slots)
-    s += (s.empty() ? "" : ", ") + std::to_string(m.slot) + (m.windowed ? " windowed " : " ") + shapeStr(m.rowShape);
+    s += (s.empty() ? "" : ", ") + std::to_string(m.slot) + (m.windowed ? " windowed " : " ") + std::string(dtypeName(m.dtype)) +
+         shapeStr(m.rowShape);
   return "[" + s + "]";
 }
 

@@ -10,7 +10,7 @@
 //   outputs  kHidden   "hidden"   f32[qlen, batch, d_model] the last layer's output
 //            kLogprob  "logprob"  f32[qlen, batch, n_token] log-probabilities (when asked for)
 //            kNll      "nll"      f32[qlen, batch]          -logprob of "targets" (when asked for)
-//   memory   slot s, bound as memoryName(s) = "mem.<s>": f32[rows, row shape...]
+//   memory   slot s, bound as memoryName(s) = "mem.<s>": f32 or bf16 [rows, row shape...]
 //            mem_read: rows = mlen; mem_write: rows = min(mem_len, mlen + qlen);
 //            mem_window: the window of mlen + qlen rows the session owns.
 //
@@ -51,6 +51,7 @@ struct MemorySlot {
   std::int64_t slot = 0;
   Shape rowShape;         // the shape of one remembered position
   bool windowed = false;  // updated in place by a mem_window (else mem_read + mem_write)
+  DType dtype = DType::F32;  // of the remembered values (bf16: --precision bf16's keys and values)
   friend bool operator==(const MemorySlot&, const MemorySlot&) = default;
 };
 

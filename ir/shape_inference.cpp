@@ -237,15 +237,18 @@ Inferred relScores(const std::vector<TensorType>& ops, const Attrs& attrs) {
 
 Inferred relAttention(const std::vector<TensorType>& ops, const Attrs& attrs) {
   TXL_NEED("scale", kFloat);
-  for (const auto& t : ops)
-    if (t.dtype != DType::F32) return fail("operands must be f32, got " + t.str());
+  // k and v may be bf16 (a bf16 state window, passes/bf16_state.cpp); the rest is f32.
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].dtype != DType::F32 && !((i == 2 || i == 3) && ops[i].dtype == DType::BF16))
+      return fail(i == 2 || i == 3 ? "k and v must be f32 or bf16, got " + ops[i].str()
+                                   : "operands other than k and v must be f32, got " + ops[i].str());
   const auto& qu = ops[0];
   const auto& keys = ops[2];
   if (qu.rank() != 4) return fail("qu must be f32[Q, B, H, D], got " + qu.str());
   if (ops[1] != qu) return fail("qv " + ops[1].str() + " must match qu " + qu.str());
   const std::int64_t q = qu.shape[0], b = qu.shape[1], h = qu.shape[2], d = qu.shape[3];
   if (keys.rank() != 4 || Shape(keys.shape.begin() + 1, keys.shape.end()) != Shape{b, h, d})
-    return fail("k must be f32[K, " + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(d) +
+    return fail("k must be [K, " + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(d) +
                 "] (qu's B, H, D), got " + keys.str());
   const std::int64_t k = keys.shape[0];
   if (ops[3] != keys) return fail("v " + ops[3].str() + " must match k " + keys.str());

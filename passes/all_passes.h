@@ -13,4 +13,5 @@
 #include "passes/fuse_nll.h"
 #include "passes/fuse_rel_shift.h"
 #include "passes/bf16_matmuls.h"
+#include "passes/bf16_state.h"
 #include "passes/pretranspose_constants.h"

@@ -57,6 +57,8 @@ const std::vector<std::string>& defaultPipeline() {
   return pipeline;
 }
 
+bool isPrecisionPass(const std::string& name) { return name == "bf16-matmuls" || name == "bf16-state"; }
+
 std::vector<std::string> parsePassList(const std::string& text) {
   std::vector<std::string> names;
   if (text == "none") return names;
@@ -65,7 +67,7 @@ std::vector<std::string> parsePassList(const std::string& text) {
   while (std::getline(in, name, ',')) {
     if (name.empty()) throw Error("--passes: empty pass name in '" + text + "'");
     createPass(name);  // validates
-    if (name == "bf16-matmuls") throw Error("--passes: bf16-matmuls is not chosen by name; --precision bf16 runs it");
+    if (isPrecisionPass(name)) throw Error("--passes: " + name + " is not chosen by name; --precision bf16 runs it");
     names.push_back(name);
   }
   if (names.empty()) throw Error("--passes: expected a comma-separated list of passes or 'none'");
@@ -76,8 +78,8 @@ std::vector<std::string> selectedPasses(const PipelineOptions& options) {
   for (const auto& name : options.disabled) createPass(name);  // validates
   std::vector<std::string> out;
   for (const auto& name : options.passes ? *options.passes : defaultPipeline())
-    if (!options.disabled.count(name) && name != "bf16-matmuls") out.push_back(name);
-  if (options.bf16Matmuls) out.push_back("bf16-matmuls");
+    if (!options.disabled.count(name) && !isPrecisionPass(name)) out.push_back(name);
+  if (options.bf16) out.insert(out.end(), {"bf16-matmuls", "bf16-state"});
   return out;
 }
 

@@ -1,7 +1,8 @@
 // tests/backend/rel_attention_test.cpp - kernels::relAttention against a
 // double-precision reference of rel_attention.h's formula (both the AVX-512
 // and the portable path), with K and V interleaved in one buffer as the
-// lowering passes them; keys prepended with pad = 1 must not change a bit.
+// lowering passes them; keys prepended with pad = 1 must not change a bit;
+// bf16 keys and values give the f32 result of their widened values, bit for bit.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "backend/rel_attention.h"
+#include "ir/bf16.h"
 
 using namespace txl::backend::kernels;
 
@@ -33,6 +35,7 @@ enum class MaskKind { Causal, SameLength, Random };
 struct Problem {
   RelAttentionShape shape;
   std::vector<float> qu, qv, kv, rt, mask, pad, out;
+  std::vector<std::uint16_t> kv16;  // when not empty: kv in bf16, passed instead of kv
   I rtLead = 0;  // rt's rows start with this many unused columns (a suffix of a longer table)
   float scale = 0.37f;
 
@@ -44,7 +47,8 @@ struct Problem {
     a.shape = shape;
     a.qu = qu.data(), a.qv = qv.data();
     a.quStrides = a.qvStrides = {B * H * d, H * d, d};
-    a.k = kv.data(), a.v = kv.data() + hd();
+    if (kv16.empty()) a.k = kv.data(), a.v = kv.data() + hd();
+    else a.k = kv16.data(), a.v = kv16.data() + hd(), a.kvBf16 = true;
     a.kStrides = a.vStrides = {B * 2 * hd(), 2 * hd(), d};
     a.rt = rt.data() + rtLead;
     a.rtDim = shape.k + rtLead;
@@ -105,6 +109,7 @@ Problem makeProblem(RelAttentionShape s, MaskKind kind, bool withPad, std::uint3
 std::vector<double> reference(Problem& p) {
   const RelAttentionArgs a = p.args();
   const RelAttentionShape& s = p.shape;
+  const float *keys = p.kv.data(), *values = p.kv.data() + p.hd();
   std::vector<double> out(s.q * s.batch * s.heads * s.d);
   std::vector<double> w(s.k);
   const auto at = [](const float* base, const RowStrides& st, I pos, I b, I h) {
@@ -118,7 +123,7 @@ std::vector<double> reference(Problem& p) {
           w[j] = -INFINITY;
           if (a.mask[i * s.k + j] != 0.0f || (a.pad && a.pad[b * s.k + j] != 0.0f)) continue;
           const float *qu = at(a.qu, a.quStrides, i, b, h), *qv = at(a.qv, a.qvStrides, i, b, h);
-          const float* kj = at(a.k, a.kStrides, j, b, h);
+          const float* kj = at(keys, a.kStrides, j, b, h);
           const I src = j + s.q - 1 - i;
           double dot = 0.0;
           for (I c = 0; c < s.d; ++c) {
@@ -134,7 +139,7 @@ std::vector<double> reference(Problem& p) {
         for (I c = 0; c < s.d; ++c) {
           double acc = 0.0;
           for (I j = 0; j < s.k; ++j)
-            if (w[j] != 0.0) acc += w[j] * at(a.v, a.vStrides, j, b, h)[c];
+            if (w[j] != 0.0) acc += w[j] * at(values, a.vStrides, j, b, h)[c];
           o[c] = max == -INFINITY ? NAN : acc / sum;
         }
       }
@@ -246,6 +251,22 @@ TEST_CASE("rel_attention: matches the double reference, AVX-512 and portable pat
       requireClose(run(p, relAttention), want);
       requireClose(run(p, detail::relAttentionPortable), want);
     }
+}
+
+TEST_CASE("rel_attention: bf16 keys and values give the f32 result of their widened values, bit for bit") {
+  std::uint32_t seed = 40;
+  for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPortable)})
+    for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 8, 1, 300, 64}})
+      for (bool withPad : {false, true}) {
+        Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, MaskKind::SameLength, withPad, seed++);
+        for (float& x : p.kv) x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(x));
+        INFO("q " << c.q << " k " << c.k << " d " << c.d << " pad " << withPad);
+        const std::vector<float> want = run(p, kernel);
+        requireClose(want, reference(p));
+        for (float x : p.kv) p.kv16.push_back(txl::ir::floatToBf16(x));
+        const std::vector<float> got = run(p, kernel);
+        REQUIRE(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+      }
 }
 
 TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not") {

@@ -75,6 +75,6 @@ TEST_CASE("segment ABI: memory rows and slots must match the signature") {
   t.sig.memory = std::vector<MemorySlot>{{0, {1, 8}, false}};
   problem = verifySegment(t.g, t.sig);
   REQUIRE(problem);
-  CHECK(*problem == "memory slots [0 [1,4]], expected the model's [0 [1,8]]");
+  CHECK(*problem == "memory slots [0 f32[1,4]], expected the model's [0 f32[1,8]]");
   CHECK_THROWS_WITH(verifySegmentOrThrow(t.g, t.sig, "g"), Catch::StartsWith("g: memory slots"));
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 
+#include "ir/bf16.h"
 #include "ir/check.h"
 
 namespace txl::testing {
@@ -62,8 +63,18 @@ ir::TensorMap randomInputs(const ir::Graph& g, std::uint64_t seed) {
       for (auto& v : t.span<std::int64_t>()) v = dist(rng);
       out[name] = t;
     } else {
-      out[name] = uniform(type, rng, -1.0, 1.0);
+      out[name] = ir::convertFloat(uniform({DType::F32, type.shape}, rng, -1.0, 1.0), type.dtype);
     }
+  }
+  return out;
+}
+
+ir::TensorMap inputsAs(const ir::Graph& g, const ir::TensorMap& inputs) {
+  ir::TensorMap out = inputs;
+  for (const auto& [name, bound] : randomInputs(g, 0)) {  // what g binds, by name and type
+    auto it = out.find(name);
+    if (it != out.end() && it->second.dtype() != bound.dtype() && bound.dtype() != DType::I64)
+      it->second = ir::convertFloat(it->second, bound.dtype());
   }
   return out;
 }

@@ -23,6 +23,10 @@ ir::TensorMap randomWeights(const ir::Graph& g, std::uint64_t seed);
 // (pick: the picked axis; logprob_pick: classes; embedding: lo + rows), 8 when none.
 ir::TensorMap randomInputs(const ir::Graph& g, std::uint64_t seed);
 
+// `inputs` as g binds them: a float input or memory g takes in another float
+// dtype (a bf16 state window after bf16-state) is converted (rounded) to it.
+ir::TensorMap inputsAs(const ir::Graph& g, const ir::TensorMap& inputs);
+
 // Runs g on the executor and returns deep copies of every output.
 ir::TensorMap runGraph(backend::Executor& exe, const ir::Graph& g, const ir::TensorMap& weights,
                        const ir::TensorMap& inputs);

@@ -139,7 +139,7 @@ void runTestFile(const TestFile& t) {
     auto weights = testing::randomWeights(before, seed);
     auto inputs = testing::randomInputs(before, seed);
     auto expected = testing::runGraph(*exe, before, weights, inputs);
-    auto actual = testing::runGraph(*exe, after, weights, inputs);
+    auto actual = testing::runGraph(*exe, after, weights, testing::inputsAs(after, inputs));
     auto diff = t.tolerance == 1e-5 ? testing::compareOutputs(expected, actual, 1e-5)
                                     : testing::compareOutputs(expected, actual, t.tolerance, t.tolerance);
     if (diff) FAIL("seed " << seed << ": " << *diff);

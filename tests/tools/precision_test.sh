@@ -6,11 +6,14 @@
 #    (issue 21's gate), and not equal to it (bf16 really ran).
 # 2. An artifact compiled with --precision bf16 records it, scores with the
 #    same figure as the model run at bf16 directly, and refuses --precision f32.
-# 3. inspect --precision bf16 shows the convert ops and f32-result linears;
-#    f32 shows none.
+# 3. inspect --precision bf16 shows the convert ops and f32-result linears,
+#    and the state windows in bf16 (the key/value linear writing bf16, the
+#    attention reading bf16 views); f32 shows none.
 #    The --json outputs report the precision.
 # 4. bf16 on a CPU whose oneDNN ISA lacks AVX512-BF16 (DNNL_MAX_CPU_ISA) is one
 #    error line and a non-zero exit.
+# 5. A bf16 state saved to a file is f32 there, and a run continued from it
+#    gives the hidden states of one uninterrupted run, bit for bit.
 set -u
 TXLC=$1 M=$2
 T=$(mktemp -d)
@@ -52,6 +55,10 @@ grep -q 'is compiled for precision bf16' "$T/err" || { echo "FAIL refusal: $(cat
 "$TXLC" inspect "$M/kjv-char" --precision bf16 > "$T/bf16.ir" 2>/dev/null || { echo "FAIL inspect --precision bf16"; fail=1; }
 grep -q 'convert(%[0-9]*) {dtype = "bf16"} : bf16\[' "$T/bf16.ir" || { echo "FAIL no convert ops at bf16"; fail=1; }
 grep -q 'linear(.*{.*out_dtype = "f32".*} : f32\[' "$T/bf16.ir" || { echo "FAIL no f32-result linear at bf16"; fail=1; }
+grep -q 'linear(.*{out_dtype = "bf16"} : bf16\[' "$T/bf16.ir" || { echo "FAIL no bf16-result linear for the keys and values"; fail=1; }
+grep -q 'mem_window(.* : bf16\[' "$T/bf16.ir" || { echo "FAIL the state windows are not bf16"; fail=1; }
+grep -q 'rel_attention(' "$T/bf16.ir" && ! grep -q 'reshape(.* : bf16\[' "$T/bf16.ir" &&
+  { echo "FAIL rel_attention reads no bf16 keys and values"; fail=1; }
 "$TXLC" inspect "$M/kjv-char" > "$T/f32.ir" 2>/dev/null || { echo "FAIL inspect"; fail=1; }
 grep -q 'convert\|bf16' "$T/f32.ir" && { echo "FAIL the f32 graph has bf16 ops"; fail=1; }
 
@@ -69,4 +76,16 @@ if DNNL_MAX_CPU_ISA=AVX512_CORE "$TXLC" score "$M/kjv-char" "$M/kjv-char/valid.t
 fi
 [ "$(wc -l < "$T/err")" -eq 1 ] && grep -q 'bf16 needs a CPU with AVX512-BF16' "$T/err" && [ ! -s "$T/out" ] ||
   { echo "FAIL refusal without AVX512-BF16: $(cat "$T/err")"; fail=1; }
+# 5. The state at bf16.
+run() { "$TXLC" run "$M/kjv-char" --qlen 5 --precision bf16 --no-logprob "$@" 2>/dev/null; }
+run --tokens "30 60 1 5 7 9 11 13 15 17" > "$T/ab.json" &&
+  run --tokens "30 60 1 5 7" --state-out "$T/s.st" > /dev/null &&
+  run --tokens "9 11 13 15 17" --state-in "$T/s.st" > "$T/b.json" || { echo "FAIL run with a bf16 state"; fail=1; }
+grep -q '"dtype":"F32"' "$T/s.st" && ! grep -q '"dtype":"BF16"' "$T/s.st" ||
+  { echo "FAIL the bf16 state file is not f32"; fail=1; }
+/usr/bin/python3 - "$T/ab.json" "$T/b.json" <<'PY' || { echo "FAIL the continued bf16 run differs from one run"; fail=1; }
+import json, sys
+whole, second = (json.load(open(p))["hidden"] for p in sys.argv[1:])
+sys.exit(0 if whole[5:] == second else 1)
+PY
 exit $fail
