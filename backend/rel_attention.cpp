@@ -23,8 +23,12 @@
 //      and never read. Blocks no row of the task uses are skipped.
 //   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
 //      transposes), V's rows copied into a dense Vb[64][64] (copyValues);
-//      bf16 keys and values are widened to f32 on the way (exact), so the
-//      rest runs as for f32 and reads half the bytes from the window.
+//      bf16 values are widened to f32 on the way (exact). bf16 keys, on a
+//      CPU with AVX512-BF16, are transposed as pairs instead: Kt2[d/2][64]
+//      holds (K[n][2c], K[n][2c+1]) per lane, and AC takes one vdpbf16ps per
+//      pair of d (half the FMAs of f32) against the task's queries qu
+//      rounded to bf16 once per task; without AVX512-BF16 they are widened
+//      like the values and AC runs in f32.
 //      The next block's K and V rows are prefetched a share per row group,
 //      one K and one V row at every 16th step of the group's BD loop.
 //   4. Per group of MR <= 4 rows (skipped when none of them uses the block),
@@ -182,6 +186,7 @@ Task taskAt(const RelAttentionShape& s, I blocks, I t) {
 // Per-task running state, on the stack of the thread running the task.
 struct RowState {
   alignas(64) float o[kQueryBlock * kMaxD];
+  alignas(64) std::uint32_t qu2[kQueryBlock][kMaxD / 2];  // the bf16 path's qu as bf16 pairs (quPairs)
   alignas(64) float lanesL[kQueryBlock][16];  // the AVX-512 path's l, as 16 partial sums per row
   float m[kQueryBlock], l[kQueryBlock];
   KeyRange keys[kQueryBlock];
@@ -260,6 +265,12 @@ void portableTask(const RelAttentionArgs& a, const Task& t, const KeyRange* rowK
 // ---------------------------------------------------------------- AVX-512
 
 #define TXL_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+// The task and score functions, which the bf16-key path (vdpbf16ps) shares:
+// the f32 path runs them on CPUs without AVX512-BF16 and executes no bf16
+// instruction (bf16 intrinsics appear in the bf16 helpers only).
+#define TXL_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
+#define TXL_AVX512_BF16_INLINE \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma"), always_inline)) inline
 // One GNU attribute list (clang takes no [[...]] after __attribute__).
 #define TXL_AVX512_INLINE __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"), always_inline)) inline
 
@@ -349,6 +360,27 @@ TXL_AVX512 void transposeKeys(const HeadView& hv, I d, I j0, LaneRange lanes, fl
   else transposeKeysOf<float>(hv, d, j0, lanes, kt);
 }
 
+// kt2[c][n] = the bf16 pair (K[j0 + n][2c], K[j0 + n][2c + 1]) (0 beyond d)
+// for bf16 keys: a bf16 row of 32 elements is 16 pairs, so the 16 x 16
+// transpose of 32-bit lanes gives the pair layout vdpbf16ps reads.
+TXL_AVX512 void transposeKeyPairs(const HeadView& hv, I d, I j0, LaneRange lanes, std::uint32_t* kt2) {
+  const std::uint16_t* keys = reinterpret_cast<const std::uint16_t*>(hv.k);
+  const I pairs = (d + 1) / 2;
+  for (I n0 = lanes.lo / 16 * 16; n0 < lanes.hi; n0 += 16)
+    for (I c0 = 0; c0 < d; c0 += 32) {
+      const I width = std::min<I>(32, d - c0);
+      const __mmask32 cols = width == 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << width) - 1u);
+      __m512 r[16];
+      for (I n = 0; n < 16; ++n) {
+        const I j = j0 + n0 + n;
+        r[n] = j < 0 ? _mm512_setzero_ps() : _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(cols, keys + j * hv.kPos + c0));
+      }
+      transpose16(r);
+      for (I c = 0; c < std::min<I>(16, pairs - c0 / 2); ++c)
+        _mm512_store_ps(reinterpret_cast<float*>(kt2 + (c0 / 2 + c) * kKeyBlock + n0), r[c]);
+    }
+}
+
 // vb[n][0 .. 16 NV) = V[j0 + n][0 .. d), zero beyond d, for the keys of lanes
 // [lanes.lo, lanes.hi): P V then reads 16 KiB of L1, aligned and unmasked.
 // Read in place, V rows a multiple of 4 KiB apart (enwik8: 4 KiB) fall into
@@ -394,6 +426,7 @@ struct BlockView {
   float scale;
   const float* mask;   // mask row 0 at the block: mask + j0
   const float* kt;     // [d][64]
+  const std::uint32_t* kt2;  // [d / 2][64] bf16 pairs (transposeKeyPairs), on the bf16-key path
   const float* vb;     // [64][kMaxD]: the block's V rows (copyValues)
   __mmask16 keyOk[4];  // lanes with j >= 0 and pad[j] == 0
   NextRows next;       // the current row group's share of the next block
@@ -546,6 +579,36 @@ TXL_AVX512_INLINE void acTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
   }
 }
 
+// acTile for bf16 keys: s[r][z] += Σ_c qu2_r[c] · Kt2[c][16 z ..], one
+// vdpbf16ps per pair of d (qu2: the rows' qu as bf16 pairs, quPairs).
+template <int MR>
+TXL_AVX512_BF16_INLINE void acTilePairs(const BlockView& bv, const RowState& st, I r0, __m512 (&s)[MR][4]) {
+  const I pairs = (bv.d + 1) / 2;
+  for (I c = 0; c < pairs; ++c) {
+    const std::uint32_t* ktc = bv.kt2 + c * kKeyBlock;
+    __m512bh k[4];
+    for (int z = 0; z < 4; ++z) k[z] = (__m512bh)_mm512_load_si512(ktc + 16 * z);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512bh b = (__m512bh)_mm512_set1_epi32(static_cast<int>(st.qu2[r0 + r][c]));
+      for (int z = 0; z < 4; ++z) s[r][z] = _mm512_dpbf16_ps(s[r][z], b, k[z]);
+    }
+  }
+}
+
+// st.qu2[r] = the task's row r of qu rounded to bf16, as pairs (2c, 2c + 1)
+// (0 beyond d): once per task, read by every key block.
+TXL_AVX512_BF16 void quPairs(const HeadView& hv, const Task& t, I d, RowState& st) {
+  for (I r = 0; r < t.rows; ++r) {
+    const float* row = hv.qu + (t.i0 + r) * hv.quPos;
+    for (I c0 = 0; c0 < kMaxD; c0 += 32) {
+      const __m512 lo = _mm512_maskz_loadu_ps(laneMask(0, d - c0), row + c0);
+      const __m512 hi = _mm512_maskz_loadu_ps(laneMask(0, d - c0 - 16), row + c0 + 16);
+      _mm512_store_si512(st.qu2[r] + c0 / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+  }
+}
+
 // Row i's scores -> probabilities p (in place) against its new max; updates
 // m and the row's 16 partial sums l (summed once, at the end). Returns alpha,
 // the factor of the old O and l (1 when the block leaves the row unchanged).
@@ -614,11 +677,12 @@ TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (*p)[kKeyBl
 // Phase 1 for one group of MR rows (task rows r0..r0+MR) over one key block:
 // scores, online softmax; p[r0 + r] = the probabilities, alpha[r0 + r] the
 // factor of the row's old O.
-template <int MR>
-TXL_AVX512 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock], float* alpha) {
+template <int MR, bool Pairs>
+TXL_AVX512_BF16 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock], float* alpha) {
   __m512 s[MR][4];
   bdTile<MR>(bv, i0, s);
-  acTile<MR>(bv, i0, s);
+  if constexpr (Pairs) acTilePairs<MR>(bv, st, r0, s);
+  else acTile<MR>(bv, i0, s);
   for (int r = 0; r < MR; ++r) {
     __m512 l = _mm512_load_ps(st.lanesL[r0 + r]);
     alpha[r0 + r] = softmaxRow(bv, i0 + r, st.keys[r0 + r], s[r], st.m[r0 + r], l);
@@ -627,17 +691,18 @@ TXL_AVX512 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float
   }
 }
 
-TXL_AVX512 void dispatchScores(int mr, const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
-                               float* alpha) {
+template <bool Pairs>
+TXL_AVX512_BF16 void dispatchScores(int mr, const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
+                                    float* alpha) {
   switch (mr) {
     case 1:
-      return groupScores<1>(bv, i0, r0, st, p, alpha);
+      return groupScores<1, Pairs>(bv, i0, r0, st, p, alpha);
     case 2:
-      return groupScores<2>(bv, i0, r0, st, p, alpha);
+      return groupScores<2, Pairs>(bv, i0, r0, st, p, alpha);
     case 3:
-      return groupScores<3>(bv, i0, r0, st, p, alpha);
+      return groupScores<3, Pairs>(bv, i0, r0, st, p, alpha);
     default:
-      return groupScores<4>(bv, i0, r0, st, p, alpha);
+      return groupScores<4, Pairs>(bv, i0, r0, st, p, alpha);
   }
 }
 
@@ -726,10 +791,13 @@ TXL_AVX512 KeyRange unmaskedKeysAvx512(const RelAttentionArgs& a, I i) {
   return {first, end - 1, maskIsZero(a.mask + i * k, first, end)};
 }
 
-TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t, const KeyRange* rowKeys) {
+// Pairs: bf16 keys on a CPU with AVX512-BF16 (Kt2 and vdpbf16ps in AC).
+template <bool Pairs>
+TXL_AVX512_BF16 void avx512Task(const RelAttentionArgs& a, const Task& t, const KeyRange* rowKeys) {
   RowState st;
   initRows(t, rowKeys, st);
-  alignas(64) float kt[kMaxD * kKeyBlock] = {};
+  alignas(64) float kt[Pairs ? 1 : kMaxD * kKeyBlock] = {};
+  alignas(64) std::uint32_t kt2[Pairs ? kMaxD / 2 * kKeyBlock : 1] = {};
   alignas(64) float vb[kKeyBlock * kMaxD];
   alignas(64) float p[kQueryBlock][kKeyBlock];  // the block's probabilities, phase 1 to 2
   float alpha[kQueryBlock];
@@ -737,13 +805,15 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t, const KeyRa
   const I k = a.shape.k, d = a.shape.d;
   const int nv = static_cast<int>((d + 15) / 16);
   const KeyRange taskKeys = hull(st.keys, t.rows);
-  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, vb, {}, {}};
+  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, kt2, vb, {}, {}};
   const I groups = (t.rows + kRowGroup - 1) / kRowGroup;
+  if constexpr (Pairs) quPairs(hv, t, d, st);
   for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
     const LaneRange taskLanes = lanesOf(taskKeys, j0);
     if (taskLanes.lo >= taskLanes.hi) continue;
     prefetchRows(hv.v, hv.kvSize, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // copied after the transposes
-    transposeKeys(hv, d, j0, taskLanes, kt);
+    if constexpr (Pairs) transposeKeyPairs(hv, d, j0, taskLanes, kt2);
+    else transposeKeys(hv, d, j0, taskLanes, kt);
     copyValues(hv, d, j0, taskLanes, vb);
     bv.j0 = j0;
     bv.mask = a.mask + j0;
@@ -757,7 +827,7 @@ TXL_AVX512 void avx512Task(const RelAttentionArgs& a, const Task& t, const KeyRa
       bv.next = nextShare(k, j0 + kKeyBlock, r0 / kRowGroup, groups);
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
       const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
-      if (lanes.lo < lanes.hi) dispatchScores(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
+      if (lanes.lo < lanes.hi) dispatchScores<Pairs>(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
       else prefetchShare(bv, 0);
     }
     for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 2: Vb in L1
@@ -774,6 +844,11 @@ bool haveAvx512() {
   static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
                            __builtin_cpu_supports("fma");
+  return have;
+}
+
+bool haveAvx512Bf16() {
+  static const bool have = haveAvx512() && __builtin_cpu_supports("avx512bf16");
   return have;
 }
 
@@ -816,13 +891,19 @@ bool relAttentionSupports(const RelAttentionShape& s) {
 }
 
 void relAttention(const RelAttentionArgs& a) {
-  if (haveAvx512()) runTasks(a, unmaskedKeysAvx512, avx512Task);
+  if (a.kvBf16 && haveAvx512Bf16()) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
+  else if (haveAvx512()) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
   else runTasks(a, unmaskedKeys, portableTask);
 }
 
 namespace detail {
 
 void relAttentionPortable(const RelAttentionArgs& a) { runTasks(a, unmaskedKeys, portableTask); }
+
+void relAttentionWidened(const RelAttentionArgs& a) {
+  if (haveAvx512()) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
+  else relAttentionPortable(a);
+}
 
 }  // namespace detail
 

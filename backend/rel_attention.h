@@ -56,6 +56,8 @@ struct RelAttentionArgs {
 };
 
 // Whether the kernel takes this shape (1 <= d <= 64, positive sizes).
+// bf16 keys on a CPU with AVX512-BF16 take its dot products (vdpbf16ps)
+// against qu rounded to bf16: the scores then carry qu's rounding too.
 bool relAttentionSupports(const RelAttentionShape& s);
 
 // out as above, on the OpenMP team (tasks: batch × heads × query blocks).
@@ -66,6 +68,9 @@ namespace detail {
 // relAttention on the portable path (plain loops, same block anchoring and
 // arithmetic order), whatever the CPU: for tests.
 void relAttentionPortable(const RelAttentionArgs& a);
+// relAttention on the AVX-512 path with bf16 keys widened to f32 (as on a CPU
+// without AVX512-BF16), whatever the CPU has beyond AVX-512: for tests.
+void relAttentionWidened(const RelAttentionArgs& a);
 
 }  // namespace detail
 

@@ -52,6 +52,10 @@ struct PassContext {
   // The segment ABI the graph must keep (ir/segment_abi.h): when set, the
   // pass manager checks it after every pass.
   std::optional<SegmentSignature> segment;
+  // The dtype of the state windows once the pipeline has run: bf16 when
+  // bf16-state runs last (--precision bf16, passes::runPipeline sets it). A
+  // pass that weighs a lowering reading them asks about that dtype.
+  DType stateDType = DType::F32;
   // Set when the graph is being compiled: the pipeline then ends with
   // fold-constants, which evaluates the constant subgraphs through it
   // (ir/constant_evaluator.h). Null: the graph keeps them (inspect, artifacts).

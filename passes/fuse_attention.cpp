@@ -23,9 +23,12 @@
 //   3. Build the candidate rel_attention and ask the target
 //      (Rewriter::keepIfFast: a slow path drops it with the target's
 //      reason); else replace the final permute by it and erase what only it
-//      used.
+//      used. When k and v come from state windows that bf16-state will make
+//      bf16 (PassContext::stateDType), the target is asked about the op
+//      reading them as bf16, the op it will lower.
 #include "passes/fuse_attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ir/shape_inference.h"
@@ -57,6 +60,15 @@ bool plainMatMul(const ir::Graph& g, Node n, bool transposeB) {
 bool minusInfinity(const ir::Graph& g, Node n) {
   const double v = g.op(n).attrs.getFloat("value");
   return std::isinf(v) && v < 0;
+}
+
+// Whether n is (a slice / reshape view of) a state window, or of a window's
+// new rows: what bf16-state makes bf16.
+bool readsWindow(const ir::Graph& g, Node n) {
+  while (g.kind(n) == OpKind::Slice || g.kind(n) == OpKind::Reshape) n = g.operand(n, 0);
+  if (g.kind(n) == OpKind::MemWindow) return true;
+  const auto users = g.users(n);
+  return std::any_of(users.begin(), users.end(), [&](Node u) { return g.kind(u) == OpKind::MemWindow; });
 }
 
 // The only user of n, if n has exactly one.
@@ -125,8 +137,15 @@ ir::PassResult FuseAttention::run(ir::Graph& g, ir::PassContext& ctx) {
       rewriter.skipped(where + ": " + inferred.error);
       return false;
     }
-    const Node fusedNode = g.add(OpKind::RelAttention, operands, attrs);
-    if (!rewriter.keepIfFast(fusedNode, where)) return false;
+    std::vector<Node> asked = operands, converts;
+    if (ctx.stateDType == ir::DType::BF16 && readsWindow(g, site->k) && readsWindow(g, site->v))
+      for (std::size_t i : {2, 3})
+        converts.push_back(asked[i] = g.add(OpKind::Convert, {operands[i]}, {{"dtype", std::string("bf16")}}));
+    const Node fusedNode = g.add(OpKind::RelAttention, asked, attrs);
+    const bool fast = rewriter.keepIfFast(fusedNode, where);
+    if (fast && !converts.empty()) g.setOperands(fusedNode, operands);
+    for (Node c : converts) rewriter.erase(c);
+    if (!fast) return false;
     rewriter.replace(site->result, fusedNode);
     ++fused;
     return true;

@@ -84,6 +84,7 @@ std::vector<std::string> selectedPasses(const PipelineOptions& options) {
 }
 
 std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const PipelineOptions& options, ir::PassContext& ctx) {
+  ctx.stateDType = options.bf16 ? ir::DType::BF16 : ir::DType::F32;
   ir::PassManager pm(options.manager);
   for (const auto& name : selectedPasses(options)) pm.add(createPass(name));
   // A graph built to be compiled ends folded, whatever the pipeline: the

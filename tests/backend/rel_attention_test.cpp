@@ -253,20 +253,45 @@ TEST_CASE("rel_attention: matches the double reference, AVX-512 and portable pat
     }
 }
 
-TEST_CASE("rel_attention: bf16 keys and values give the f32 result of their widened values, bit for bit") {
+TEST_CASE("rel_attention: bf16 keys and values") {
+  // qu, k and v rounded to bf16: the pair products (vdpbf16ps) then see the
+  // values the f32 forms see. The widening paths give the f32 result bit for
+  // bit; every path matches the double reference; keys prepended with
+  // pad = 1 change no bit.
+  const auto rounded = [](std::vector<float>& xs) {
+    for (float& x : xs) x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(x));
+  };
+  const auto toBf16 = [](const std::vector<float>& xs) {
+    std::vector<std::uint16_t> out;
+    for (float x : xs) out.push_back(txl::ir::floatToBf16(x));
+    return out;
+  };
   std::uint32_t seed = 40;
-  for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPortable)})
-    for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 8, 1, 300, 64}})
-      for (bool withPad : {false, true}) {
-        Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, MaskKind::SameLength, withPad, seed++);
-        for (float& x : p.kv) x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(x));
-        INFO("q " << c.q << " k " << c.k << " d " << c.d << " pad " << withPad);
-        const std::vector<float> want = run(p, kernel);
-        requireClose(want, reference(p));
-        for (float x : p.kv) p.kv16.push_back(txl::ir::floatToBf16(x));
+  for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 8, 1, 300, 64},
+                        Case{1, 2, 7, 130, 33}})
+    for (bool withPad : {false, true}) {
+      Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, MaskKind::SameLength, withPad, seed++);
+      rounded(p.kv);
+      rounded(p.qu);
+      INFO("q " << c.q << " k " << c.k << " d " << c.d << " pad " << withPad);
+      const std::vector<double> want = reference(p);
+      const std::vector<float> portable = run(p, detail::relAttentionPortable),
+                               widened = run(p, detail::relAttentionWidened);
+      p.kv16 = toBf16(p.kv);
+      for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPortable),
+                            Kernel(detail::relAttentionWidened)}) {
         const std::vector<float> got = run(p, kernel);
-        REQUIRE(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+        requireClose(got, want);
+        if (kernel == Kernel(detail::relAttentionPortable))
+          REQUIRE(std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)) == 0);
+        if (kernel == Kernel(detail::relAttentionWidened))
+          REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
+        Problem e = prependMaskedKeys(p, 37);
+        e.kv16 = toBf16(e.kv);
+        const std::vector<float> padded = run(e, kernel);
+        REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
       }
+    }
 }
 
 TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not") {
