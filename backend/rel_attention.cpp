@@ -23,12 +23,15 @@
 //      and never read. Blocks no row of the task uses are skipped.
 //   3. Per block: K's 64 x d rows transposed into Kt[d][64] (16 x 16 AVX-512
 //      transposes), V's rows copied into a dense Vb[64][64] (copyValues);
-//      bf16 values are widened to f32 on the way (exact). bf16 keys, on a
-//      CPU with AVX512-BF16, are transposed as pairs instead: Kt2[d/2][64]
-//      holds (K[n][2c], K[n][2c+1]) per lane, and AC takes one vdpbf16ps per
-//      pair of d (half the FMAs of f32) against the task's queries qu
-//      rounded to bf16 once per task; without AVX512-BF16 they are widened
-//      like the values and AC runs in f32.
+//      On a CPU with AVX512-BF16, bf16 keys and values take bf16 dot
+//      products (vdpbf16ps: two products per lane, half the instructions of
+//      f32 FMAs) instead: Kt2[d/2][64] holds the pairs (K[n][2c], K[n][2c+1])
+//      (a 16 x 16 transpose of 32-bit lanes), against the task's qu rounded
+//      to bf16 once per task; Vb2[32][d] holds the pairs (V[2m][c],
+//      V[2m+1][c]) (keys outside the task's range zero), against the
+//      probabilities rounded to bf16 in pairs of keys. Without AVX512-BF16,
+//      bf16 keys and values are widened to f32 on the way (exact) and the
+//      rest runs as for f32.
 //      The next block's K and V rows are prefetched a share per row group,
 //      one K and one V row at every 16th step of the group's BD loop.
 //   4. Per group of MR <= 4 rows (skipped when none of them uses the block),
@@ -428,9 +431,45 @@ struct BlockView {
   const float* kt;     // [d][64]
   const std::uint32_t* kt2;  // [d / 2][64] bf16 pairs (transposeKeyPairs), on the bf16-key path
   const float* vb;     // [64][kMaxD]: the block's V rows (copyValues)
+  const std::uint32_t* vb2;  // [32][kMaxD] bf16 pairs of V rows (copyValuePairs), on the bf16 path
   __mmask16 keyOk[4];  // lanes with j >= 0 and pad[j] == 0
   NextRows next;       // the current row group's share of the next block
 };
+
+// vb2[m][c] = the bf16 pair (V[j0 + 2m][c], V[j0 + 2m + 1][c]) for the pairs
+// meeting lanes [lanes.lo, lanes.hi), c < 16 NV; a key outside the lanes (or
+// before the first key) is zero, so the pair products of a lane range that
+// starts or ends mid-pair read a zero, never a value no row uses (which may
+// be NaN: rel_attention.h).
+TXL_AVX512 void copyValuePairs(const HeadView& hv, I d, I j0, LaneRange lanes, std::uint32_t* vb2) {
+  const std::uint16_t* values = reinterpret_cast<const std::uint16_t*>(hv.v);
+  const I halves = (d + 31) / 32;  // zmm of 32 bf16 per row
+  __mmask32 cols[2];
+  for (int h = 0; h < 2; ++h) {
+    const I width = std::clamp<I>(d - 32 * h, 0, 32);
+    cols[h] = width == 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << width) - 1u);
+  }
+  // Word indices of (a[i], b[i]) for 16 i from 0 and from 16 (b's words at 32..63).
+  alignas(64) std::uint16_t lowIdx[32], highIdx[32];
+  for (int i = 0; i < 16; ++i) {
+    lowIdx[2 * i] = std::uint16_t(i), lowIdx[2 * i + 1] = std::uint16_t(32 + i);
+    highIdx[2 * i] = std::uint16_t(16 + i), highIdx[2 * i + 1] = std::uint16_t(48 + i);
+  }
+  const __m512i lo = _mm512_load_si512(lowIdx), hi = _mm512_load_si512(highIdx);
+  for (I m = lanes.lo / 2; m < (lanes.hi + 1) / 2; ++m)
+    for (I h = 0; h < halves; ++h) {
+      __m512i ab[2];
+      for (I e = 0; e < 2; ++e) {
+        const I n = 2 * m + e, j = j0 + n;
+        ab[e] = n < lanes.lo || n >= lanes.hi || j < 0
+                    ? _mm512_setzero_si512()
+                    : _mm512_maskz_loadu_epi16(cols[h], values + j * hv.vPos + 32 * h);
+      }
+      const __m512i a = ab[0], b = ab[1];
+      _mm512_store_si512(vb2 + m * kMaxD + 32 * h, _mm512_permutex2var_epi16(a, lo, b));
+      _mm512_store_si512(vb2 + m * kMaxD + 32 * h + 16, _mm512_permutex2var_epi16(a, hi, b));
+    }
+}
 
 // Rows [j1, j2) of a [keys, d] operand (f32 or bf16: `size` bytes an
 // element) at position stride `pos` into the caches ahead of use (K and V
@@ -674,11 +713,41 @@ TXL_AVX512_INLINE void accumulatePV(const BlockView& bv, const float (*p)[kKeyBl
     for (int v = 0; v < NV; ++v) _mm512_store_ps(o + r * kMaxD + 16 * v, acc[r][v]);
 }
 
+// accumulatePV for bf16 values: one vdpbf16ps per pair of keys (p2: the
+// rows' probabilities as bf16 pairs of keys; vb2: copyValuePairs).
+template <int MR, int NV>
+TXL_AVX512_BF16_INLINE void accumulatePVPairs(const BlockView& bv, const std::uint32_t (*p2)[kKeyBlock / 2],
+                                              const float* alpha, LaneRange lanes, float* o) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + r * kMaxD + 16 * v), _mm512_set1_ps(alpha[r]));
+  for (I m = lanes.lo / 2; m < (lanes.hi + 1) / 2; ++m) {
+    const std::uint32_t* vRow = bv.vb2 + m * kMaxD;
+    __m512bh vv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) vv[v] = (__m512bh)_mm512_load_si512(vRow + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512bh b = (__m512bh)_mm512_set1_epi32(static_cast<int>(p2[r][m]));
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], b, vv[v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_store_ps(o + r * kMaxD + 16 * v, acc[r][v]);
+}
+
 // Phase 1 for one group of MR rows (task rows r0..r0+MR) over one key block:
-// scores, online softmax; p[r0 + r] = the probabilities, alpha[r0 + r] the
-// factor of the row's old O.
+// scores, online softmax; p[r0 + r] = the probabilities (p2[r0 + r] as bf16
+// pairs of keys when Pairs), alpha[r0 + r] the factor of the row's old O.
 template <int MR, bool Pairs>
-TXL_AVX512_BF16 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock], float* alpha) {
+TXL_AVX512_BF16 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
+                                 std::uint32_t (*p2)[kKeyBlock / 2], float* alpha) {
   __m512 s[MR][4];
   bdTile<MR>(bv, i0, s);
   if constexpr (Pairs) acTilePairs<MR>(bv, st, r0, s);
@@ -687,52 +756,73 @@ TXL_AVX512_BF16 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, 
     __m512 l = _mm512_load_ps(st.lanesL[r0 + r]);
     alpha[r0 + r] = softmaxRow(bv, i0 + r, st.keys[r0 + r], s[r], st.m[r0 + r], l);
     _mm512_store_ps(st.lanesL[r0 + r], l);
-    for (int z = 0; z < 4; ++z) _mm512_store_ps(p[r0 + r] + 16 * z, s[r][z]);
+    if constexpr (Pairs) {
+      _mm512_store_si512(p2[r0 + r], (__m512i)_mm512_cvtne2ps_pbh(s[r][1], s[r][0]));
+      _mm512_store_si512(p2[r0 + r] + 16, (__m512i)_mm512_cvtne2ps_pbh(s[r][3], s[r][2]));
+    } else {
+      for (int z = 0; z < 4; ++z) _mm512_store_ps(p[r0 + r] + 16 * z, s[r][z]);
+    }
   }
 }
 
 template <bool Pairs>
 TXL_AVX512_BF16 void dispatchScores(int mr, const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
-                                    float* alpha) {
+                                    std::uint32_t (*p2)[kKeyBlock / 2], float* alpha) {
   switch (mr) {
     case 1:
-      return groupScores<1, Pairs>(bv, i0, r0, st, p, alpha);
+      return groupScores<1, Pairs>(bv, i0, r0, st, p, p2, alpha);
     case 2:
-      return groupScores<2, Pairs>(bv, i0, r0, st, p, alpha);
+      return groupScores<2, Pairs>(bv, i0, r0, st, p, p2, alpha);
     case 3:
-      return groupScores<3, Pairs>(bv, i0, r0, st, p, alpha);
+      return groupScores<3, Pairs>(bv, i0, r0, st, p, p2, alpha);
     default:
-      return groupScores<4, Pairs>(bv, i0, r0, st, p, alpha);
+      return groupScores<4, Pairs>(bv, i0, r0, st, p, p2, alpha);
   }
 }
 
-// Phase 2 for the group: O = alpha O + P V.
-template <int NV>
-TXL_AVX512 void valuesRows(int mr, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha,
-                           LaneRange lanes, float* o) {
-  switch (mr) {
-    case 1:
-      return accumulatePV<1, NV>(bv, p, alpha, lanes, o);
-    case 2:
-      return accumulatePV<2, NV>(bv, p, alpha, lanes, o);
-    case 3:
-      return accumulatePV<3, NV>(bv, p, alpha, lanes, o);
-    default:
-      return accumulatePV<4, NV>(bv, p, alpha, lanes, o);
+// Phase 2 for the group: O = alpha O + P V (bf16 pairs when Pairs).
+template <int NV, bool Pairs>
+TXL_AVX512_BF16 void valuesRows(int mr, const BlockView& bv, const float (*p)[kKeyBlock],
+                                const std::uint32_t (*p2)[kKeyBlock / 2], const float* alpha, LaneRange lanes,
+                                float* o) {
+  if constexpr (Pairs) {
+    switch (mr) {
+      case 1:
+        return accumulatePVPairs<1, NV>(bv, p2, alpha, lanes, o);
+      case 2:
+        return accumulatePVPairs<2, NV>(bv, p2, alpha, lanes, o);
+      case 3:
+        return accumulatePVPairs<3, NV>(bv, p2, alpha, lanes, o);
+      default:
+        return accumulatePVPairs<4, NV>(bv, p2, alpha, lanes, o);
+    }
+  } else {
+    switch (mr) {
+      case 1:
+        return accumulatePV<1, NV>(bv, p, alpha, lanes, o);
+      case 2:
+        return accumulatePV<2, NV>(bv, p, alpha, lanes, o);
+      case 3:
+        return accumulatePV<3, NV>(bv, p, alpha, lanes, o);
+      default:
+        return accumulatePV<4, NV>(bv, p, alpha, lanes, o);
+    }
   }
 }
 
-TXL_AVX512 void dispatchValues(int mr, int nv, const BlockView& bv, const float (*p)[kKeyBlock], const float* alpha,
-                               LaneRange lanes, float* o) {
+template <bool Pairs>
+TXL_AVX512_BF16 void dispatchValues(int mr, int nv, const BlockView& bv, const float (*p)[kKeyBlock],
+                                    const std::uint32_t (*p2)[kKeyBlock / 2], const float* alpha, LaneRange lanes,
+                                    float* o) {
   switch (nv) {
     case 1:
-      return valuesRows<1>(mr, bv, p, alpha, lanes, o);
+      return valuesRows<1, Pairs>(mr, bv, p, p2, alpha, lanes, o);
     case 2:
-      return valuesRows<2>(mr, bv, p, alpha, lanes, o);
+      return valuesRows<2, Pairs>(mr, bv, p, p2, alpha, lanes, o);
     case 3:
-      return valuesRows<3>(mr, bv, p, alpha, lanes, o);
+      return valuesRows<3, Pairs>(mr, bv, p, p2, alpha, lanes, o);
     default:
-      return valuesRows<4>(mr, bv, p, alpha, lanes, o);
+      return valuesRows<4, Pairs>(mr, bv, p, p2, alpha, lanes, o);
   }
 }
 
@@ -798,23 +888,29 @@ TXL_AVX512_BF16 void avx512Task(const RelAttentionArgs& a, const Task& t, const 
   initRows(t, rowKeys, st);
   alignas(64) float kt[Pairs ? 1 : kMaxD * kKeyBlock] = {};
   alignas(64) std::uint32_t kt2[Pairs ? kMaxD / 2 * kKeyBlock : 1] = {};
-  alignas(64) float vb[kKeyBlock * kMaxD];
-  alignas(64) float p[kQueryBlock][kKeyBlock];  // the block's probabilities, phase 1 to 2
+  alignas(64) float vb[Pairs ? 1 : kKeyBlock * kMaxD];
+  alignas(64) std::uint32_t vb2[Pairs ? kKeyBlock / 2 * kMaxD : 1];
+  alignas(64) float p[Pairs ? 1 : kQueryBlock][kKeyBlock];  // the block's probabilities, phase 1 to 2
+  alignas(64) std::uint32_t p2[Pairs ? kQueryBlock : 1][kKeyBlock / 2];  // as bf16 pairs, when Pairs
   float alpha[kQueryBlock];
   const HeadView hv = headView(a, t.b, t.h);
   const I k = a.shape.k, d = a.shape.d;
   const int nv = static_cast<int>((d + 15) / 16);
   const KeyRange taskKeys = hull(st.keys, t.rows);
-  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, kt2, vb, {}, {}};
+  BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, kt2, vb, vb2, {}, {}};
   const I groups = (t.rows + kRowGroup - 1) / kRowGroup;
   if constexpr (Pairs) quPairs(hv, t, d, st);
   for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
     const LaneRange taskLanes = lanesOf(taskKeys, j0);
     if (taskLanes.lo >= taskLanes.hi) continue;
     prefetchRows(hv.v, hv.kvSize, hv.vPos, d, j0 + taskLanes.lo, j0 + taskLanes.hi);  // copied after the transposes
-    if constexpr (Pairs) transposeKeyPairs(hv, d, j0, taskLanes, kt2);
-    else transposeKeys(hv, d, j0, taskLanes, kt);
-    copyValues(hv, d, j0, taskLanes, vb);
+    if constexpr (Pairs) {
+      transposeKeyPairs(hv, d, j0, taskLanes, kt2);
+      copyValuePairs(hv, d, j0, taskLanes, vb2);
+    } else {
+      transposeKeys(hv, d, j0, taskLanes, kt);
+      copyValues(hv, d, j0, taskLanes, vb);
+    }
     bv.j0 = j0;
     bv.mask = a.mask + j0;
     for (int z = 0; z < 4; ++z) {
@@ -827,14 +923,14 @@ TXL_AVX512_BF16 void avx512Task(const RelAttentionArgs& a, const Task& t, const 
       bv.next = nextShare(k, j0 + kKeyBlock, r0 / kRowGroup, groups);
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
       const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
-      if (lanes.lo < lanes.hi) dispatchScores<Pairs>(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, alpha);
+      if (lanes.lo < lanes.hi) dispatchScores<Pairs>(static_cast<int>(mr), bv, t.i0 + r0, r0, st, p, p2, alpha);
       else prefetchShare(bv, 0);
     }
     for (I r0 = 0; r0 < t.rows; r0 += kRowGroup) {  // phase 2: Vb in L1
       const I mr = std::min<I>(kRowGroup, t.rows - r0);
       const LaneRange lanes = lanesOf(hull(st.keys + r0, mr), j0);
       if (lanes.lo < lanes.hi)
-        dispatchValues(static_cast<int>(mr), nv, bv, p + r0, alpha + r0, lanes, st.o + r0 * kMaxD);
+        dispatchValues<Pairs>(static_cast<int>(mr), nv, bv, p + r0, p2 + r0, alpha + r0, lanes, st.o + r0 * kMaxD);
     }
   }
   writeRowsAvx512(hv, t, d, st);
