@@ -236,6 +236,31 @@ kernels::RowStrides rowStrides(const View& v, const char* what) {
 
 }  // namespace
 
+// The kernel's bf16 pair path reads the position table as bf16 pairs of d
+// (RelAttentionArgs::rt2): packed once per model through PackedWeights from
+// the whole constant table, [H, D / 2, K, 2] bf16, where each plan's view is
+// a suffix of K's positions (fold-positions' table, shared by every plan).
+// Null (the kernel reads rt) for a table computed per segment, an odd d, a
+// view that is not such a suffix, or a CPU without AVX512-BF16.
+const std::uint32_t* Lowering::positionPairs(const View& rt, kernels::RelAttentionArgs& a) {
+  const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
+  if (!kernels::relAttentionPairs() || d % 2 != 0 || !isConstant(rt) || rt.offset % sizeof(float) != 0 ||
+      a.rtHead != d * a.rtDim || lead + a.shape.k != a.rtDim)
+    return nullptr;
+  const std::int64_t pairs = d / 2, positions = a.rtDim;
+  const memory::desc plainMd({heads, pairs, positions, 2}, memory::data_type::f32,
+                             {a.rtHead, 2 * positions, 1, positions});
+  const memory::desc pairMd({heads, pairs, positions, 2}, memory::data_type::bf16,
+                            {pairs * positions * 2, positions * 2, 2, 1});
+  const PackedWeights::Source source{plan_.buffers[rt.buffer].weight, 0};
+  auto packed = packs_.get(plan_.ptr(rt) - rt.offset, plainMd, pairMd, plan_.engine, nullptr, &source);
+  plan_.constantBytes += pairMd.get_size();
+  plan_.packs.push_back(packed);
+  a.rt2Dim = positions;
+  a.rt2Head = pairs * positions;
+  return static_cast<const std::uint32_t*>(packed->mem.get_data_handle()) + lead;
+}
+
 void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out) {
   const ir::Shape& q = ops[0].type.shape;
   kernels::RelAttentionArgs a;
@@ -254,11 +279,13 @@ void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const
   a.scale = static_cast<float>(g_.op(n).attrs.getFloat("scale"));
   a.kvBf16 = ops[2].type.dtype == ir::DType::BF16;
   TXL_CHECK(ops[3].type.dtype == ops[2].type.dtype, "rel_attention: k and v of two dtypes");
+  const std::uint32_t* rt2 = a.kvBf16 ? positionPairs(rt, a) : nullptr;
   const bool padded = ops.size() == 7;
-  addKernel(n, "txl:rel_attention", [p = &plan_, ops, out, a, padded]() mutable {
+  addKernel(n, "txl:rel_attention", [p = &plan_, ops, out, a, padded, rt2]() mutable {
     auto f32 = [p](const View& v) { return reinterpret_cast<float*>(p->ptr(v)); };
     a.qu = f32(ops[0]), a.qv = f32(ops[1]), a.k = p->ptr(ops[2]), a.v = p->ptr(ops[3]), a.rt = f32(ops[4]);
     a.mask = f32(ops[5]);
+    a.rt2 = rt2;
     a.pad = padded ? f32(ops[6]) : nullptr;
     a.out = f32(out);
     kernels::relAttention(a);

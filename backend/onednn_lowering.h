@@ -15,6 +15,7 @@
 #include "backend/onednn_phases.h"
 #include "backend/onednn_plan.h"
 #include "backend/packed_weights.h"
+#include "backend/rel_attention.h"
 #include "ir/graph.h"
 
 namespace txl::backend::onednn {
@@ -76,6 +77,8 @@ class Lowering {
   void lowerPad(ir::Node n, const View& x, const View& out);
   void lowerRelScores(ir::Node n, const std::vector<View>& ops, const View& out);     // onednn_fused.cpp
   void lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
+  // rel_attention's position table as bf16 pairs of d, or null (onednn_fused.cpp).
+  const std::uint32_t* positionPairs(const View& rt, kernels::RelAttentionArgs& a);
   void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
   void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
 

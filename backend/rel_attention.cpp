@@ -103,6 +103,8 @@ struct HeadView {
   float* out;
   I rtDim;  // rt's stride from one of D's rows to the next
   I kvSize;
+  const std::uint32_t* rt2 = nullptr;  // RelAttentionArgs::rt2 of this head, when given
+  I rt2Dim = 0;
 };
 
 HeadView headView(const RelAttentionArgs& a, I b, I h) {
@@ -111,10 +113,21 @@ HeadView headView(const RelAttentionArgs& a, I b, I h) {
   const auto bytes = [&](const void* p, const RowStrides& s) {
     return static_cast<const char*>(p) + (b * s.batch + h * s.head) * kvSize;
   };
-  return {at(a.qu, a.quStrides), at(a.qv, a.qvStrides), bytes(a.k, a.kStrides), bytes(a.v, a.vStrides),
-          a.rt + h * a.rtHead,   a.quStrides.pos,       a.qvStrides.pos,        a.kStrides.pos,
-          a.vStrides.pos,        a.outStrides.pos,      at(a.out, a.outStrides), a.rtDim,
-          kvSize};
+  return {at(a.qu, a.quStrides),
+          at(a.qv, a.qvStrides),
+          bytes(a.k, a.kStrides),
+          bytes(a.v, a.vStrides),
+          a.rt + h * a.rtHead,
+          a.quStrides.pos,
+          a.qvStrides.pos,
+          a.kStrides.pos,
+          a.vStrides.pos,
+          a.outStrides.pos,
+          at(a.out, a.outStrides),
+          a.rtDim,
+          kvSize,
+          a.rt2 ? a.rt2 + h * a.rt2Head : nullptr,
+          a.rt2Dim};
 }
 
 // Element c of key or value row j (base: hv.k or hv.v, pos: its position stride), as f32.
@@ -190,6 +203,7 @@ Task taskAt(const RelAttentionShape& s, I blocks, I t) {
 struct RowState {
   alignas(64) float o[kQueryBlock * kMaxD];
   alignas(64) std::uint32_t qu2[kQueryBlock][kMaxD / 2];  // the bf16 path's qu as bf16 pairs (quPairs)
+  alignas(64) std::uint32_t qv2[kQueryBlock][kMaxD / 2];  // and qv, when it reads rt2
   alignas(64) float lanesL[kQueryBlock][16];  // the AVX-512 path's l, as 16 partial sums per row
   float m[kQueryBlock], l[kQueryBlock];
   KeyRange keys[kQueryBlock];
@@ -522,22 +536,38 @@ constexpr int packedOffset(int r) {
   return off;
 }
 
-// One c of bdTile: x = rt's 5 window vectors at c, qv = row 0's qv at c.
-template <int MR>
-TXL_AVX512_INLINE void bdStep(__m512 (&x)[5], const float* qv, I qvPos, __m512i pidx, const __mmask16 (&seg)[MR],
-                              __m512 (&w)[MR][4], __m512& w5) {
+// acc + b x per lane: an f32 FMA, or with Pairs a bf16 pair product (b and x
+// hold bf16 pairs: acc + b.lo x.lo + b.hi x.hi, vdpbf16ps).
+template <bool Pairs>
+TXL_AVX512_BF16_INLINE __m512 madd(__m512 b, __m512 x, __m512 acc) {
+  if constexpr (Pairs) return _mm512_dpbf16_ps(acc, (__m512bh)b, (__m512bh)x);
+  else return _mm512_fmadd_ps(b, x, acc);
+}
+
+// One c of bdTile (a pair of d when Pairs): x = rt's 5 window vectors at c,
+// b[r] = row r's qv at c, broadcast.
+template <int MR, bool Pairs>
+TXL_AVX512_BF16_INLINE void bdStep(__m512 (&x)[5], const __m512 (&b)[MR], __m512i pidx, const __mmask16 (&seg)[MR],
+                                   __m512 (&w)[MR][4], __m512& w5) {
   pinRegisters(x);
-  __m512 b[MR];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    b[r] = _mm512_set1_ps(qv[r * qvPos]);
-    for (int z = 0; z < 4; ++z) w[r][z] = _mm512_fmadd_ps(b[r], x[z], w[r][z]);
-  }
+  for (int r = 0; r < MR; ++r)
+    for (int z = 0; z < 4; ++z) w[r][z] = madd<Pairs>(b[r], x[z], w[r][z]);
   if constexpr (MR > 1) {
     __m512 b5 = b[0];
     for (int r = 1; r + 1 < MR; ++r) b5 = _mm512_mask_mov_ps(b5, seg[r], b[r]);
-    w5 = _mm512_fmadd_ps(b5, _mm512_permutexvar_ps(pidx, x[4]), w5);
+    w5 = madd<Pairs>(b5, _mm512_permutexvar_ps(pidx, x[4]), w5);
   }
+}
+
+// Row r's qv at c, broadcast: an f32, or with Pairs the bf16 pair c of
+// st.qv2 (the rows' qv as pairs, quPairs).
+template <int MR, bool Pairs>
+TXL_AVX512_BF16_INLINE void qvAt(const BlockView& bv, const RowState& st, I i0, I r0, I c, __m512 (&b)[MR]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+    b[r] = Pairs ? _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(st.qv2[r0 + r][c])))
+                 : _mm512_set1_ps(bv.hv->qv[(i0 + r) * bv.hv->qvPos + c]);
 }
 
 // s[r] = BD of row i0 + r: the window W[r][w] = qv_i · rt[:, srcW + w],
@@ -548,9 +578,10 @@ TXL_AVX512_INLINE void bdStep(__m512 (&x)[5], const float* qv, I qvPos, __m512i 
 // uses MR - 1 - r lanes only: those of all rows are packed into one
 // accumulator (x[4]'s lanes permuted, qv blended per lane), 4 MR + 1 FMAs
 // per c instead of 5 MR; every lane keeps its own FMA chain, so the sums
-// are the same bits.
-template <int MR>
-TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
+// are the same bits. With Pairs the table is rt2 (pairs of d in bf16,
+// RelAttentionArgs::rt2) and each step takes a pair of d.
+template <int MR, bool Pairs>
+TXL_AVX512_BF16_INLINE void bdTile(const BlockView& bv, const RowState& st, I i0, I r0, __m512 (&s)[MR][4]) {
   constexpr int kW = 5;  // 80 lanes >= 64 + MR - 1
   const HeadView& hv = *bv.hv;
   __m512 w[MR][4], w5 = _mm512_setzero_ps();
@@ -564,27 +595,29 @@ TXL_AVX512_INLINE void bdTile(const BlockView& bv, I i0, __m512 (&s)[MR][4]) {
       seg[r] |= static_cast<__mmask16>(1u << (packedOffset<MR>(r) + m));
     }
   const __m512i pidx = _mm512_load_si512(pidxLanes);
-  const float* qv = hv.qv + i0 * hv.qvPos;
   const I srcW = bv.j0 + bv.q - i0 - MR;
-  const float* rt = hv.rt + srcW;
+  // 32-bit lanes of the table: f32 values, or bf16 pairs of d.
+  const float* rt = Pairs ? reinterpret_cast<const float*>(hv.rt2) + srcW : hv.rt + srcW;
+  const I rowStride = Pairs ? hv.rt2Dim : hv.rtDim, steps = Pairs ? (bv.d + 1) / 2 : bv.d;
+  __m512 x[kW], b[MR];
   if (srcW >= 0 && srcW + 16 * kW <= bv.k) {
-    for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
+    for (I c = 0; c < steps; ++c, rt += rowStride) {
       prefetchInLoop(bv, c);
-      __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_loadu_ps(rt + 16 * z);
-      bdStep<MR>(x, qv + c, hv.qvPos, pidx, seg, w, w5);
+      qvAt<MR, Pairs>(bv, st, i0, r0, c, b);
+      bdStep<MR, Pairs>(x, b, pidx, seg, w, w5);
     }
   } else {
     __mmask16 in[kW];
     for (int z = 0; z < kW; ++z) in[z] = laneMask(-srcW - 16 * z, bv.k - srcW - 16 * z);
-    for (I c = 0; c < bv.d; ++c, rt += hv.rtDim) {
+    for (I c = 0; c < steps; ++c, rt += rowStride) {
       prefetchInLoop(bv, c);
-      __m512 x[kW];
       for (int z = 0; z < kW; ++z) x[z] = _mm512_maskz_loadu_ps(in[z], rt + 16 * z);
-      bdStep<MR>(x, qv + c, hv.qvPos, pidx, seg, w, w5);
+      qvAt<MR, Pairs>(bv, st, i0, r0, c, b);
+      bdStep<MR, Pairs>(x, b, pidx, seg, w, w5);
     }
   }
-  prefetchShare(bv, (bv.d + 15) / 16);
+  prefetchShare(bv, (steps + 15) / 16);
   const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i sixteen = _mm512_set1_epi32(16);
 #pragma GCC unroll 8
@@ -635,17 +668,24 @@ TXL_AVX512_BF16_INLINE void acTilePairs(const BlockView& bv, const RowState& st,
   }
 }
 
-// st.qu2[r] = the task's row r of qu rounded to bf16, as pairs (2c, 2c + 1)
-// (0 beyond d): once per task, read by every key block.
-TXL_AVX512_BF16 void quPairs(const HeadView& hv, const Task& t, I d, RowState& st) {
-  for (I r = 0; r < t.rows; ++r) {
-    const float* row = hv.qu + (t.i0 + r) * hv.quPos;
+// pairs[r] = row i0 + r of a [q, d] operand (position stride pos) rounded to
+// bf16, as pairs (2c, 2c + 1) (0 beyond d).
+TXL_AVX512_BF16 void rowPairs(const float* x, I pos, I i0, I rows, I d, std::uint32_t (*pairs)[kMaxD / 2]) {
+  for (I r = 0; r < rows; ++r) {
+    const float* row = x + (i0 + r) * pos;
     for (I c0 = 0; c0 < kMaxD; c0 += 32) {
       const __m512 lo = _mm512_maskz_loadu_ps(laneMask(0, d - c0), row + c0);
       const __m512 hi = _mm512_maskz_loadu_ps(laneMask(0, d - c0 - 16), row + c0 + 16);
-      _mm512_store_si512(st.qu2[r] + c0 / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      _mm512_store_si512(pairs[r] + c0 / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
     }
   }
+}
+
+// The task's qu (and qv when BD reads rt2) as bf16 pairs: once per task,
+// read by every key block.
+TXL_AVX512_BF16 void quPairs(const HeadView& hv, const Task& t, I d, RowState& st) {
+  rowPairs(hv.qu, hv.quPos, t.i0, t.rows, d, st.qu2);
+  if (hv.rt2) rowPairs(hv.qv, hv.qvPos, t.i0, t.rows, d, st.qv2);
 }
 
 // Row i's scores -> probabilities p (in place) against its new max; updates
@@ -749,7 +789,8 @@ template <int MR, bool Pairs>
 TXL_AVX512_BF16 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
                                  std::uint32_t (*p2)[kKeyBlock / 2], float* alpha) {
   __m512 s[MR][4];
-  bdTile<MR>(bv, i0, s);
+  if (Pairs && bv.hv->rt2) bdTile<MR, true>(bv, st, i0, r0, s);
+  else bdTile<MR, false>(bv, st, i0, r0, s);
   if constexpr (Pairs) acTilePairs<MR>(bv, st, r0, s);
   else acTile<MR>(bv, i0, s);
   for (int r = 0; r < MR; ++r) {
@@ -985,6 +1026,8 @@ void runTasks(const RelAttentionArgs& a, KeysOfRow keysOfRow, RunTask runTask) {
 bool relAttentionSupports(const RelAttentionShape& s) {
   return s.batch >= 1 && s.heads >= 1 && s.q >= 1 && s.k >= 1 && s.d >= 1 && s.d <= kMaxD;
 }
+
+bool relAttentionPairs() { return haveAvx512Bf16(); }
 
 void relAttention(const RelAttentionArgs& a) {
   if (a.kvBf16 && haveAvx512Bf16()) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);

@@ -48,6 +48,11 @@ struct RelAttentionArgs {
   bool kvBf16 = false;  // k and v are bf16 (a bf16 state window), else f32
   const float* rt = nullptr;  // [heads, d, k], positions contiguous: element (h, c, p) at h * rtHead + c * rtDim + p
   std::int64_t rtHead = 0, rtDim = 0;
+  // Optionally rt in bf16 pairs of d (even d): the 32-bit lane (h, c, p)
+  // at h * rt2Head + c * rt2Dim + p holds (rt(h, 2c, p), rt(h, 2c + 1, p)).
+  // The bf16-key path (relAttentionPairs) then reads it instead of rt.
+  const std::uint32_t* rt2 = nullptr;
+  std::int64_t rt2Head = 0, rt2Dim = 0;
   const float* mask = nullptr;  // [q, k] dense, nonzero: masked
   const float* pad = nullptr;   // [batch, k] dense, nonzero: a padding key of stream b; may be null
   float scale = 1.0f;
@@ -62,6 +67,10 @@ bool relAttentionSupports(const RelAttentionShape& s);
 
 // out as above, on the OpenMP team (tasks: batch × heads × query blocks).
 void relAttention(const RelAttentionArgs& a);
+
+// Whether relAttention takes bf16 pair products for bf16 keys (a CPU with
+// AVX512-BF16), and so reads RelAttentionArgs::rt2 when given.
+bool relAttentionPairs();
 
 namespace detail {
 

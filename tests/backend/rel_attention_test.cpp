@@ -36,6 +36,7 @@ struct Problem {
   RelAttentionShape shape;
   std::vector<float> qu, qv, kv, rt, mask, pad, out;
   std::vector<std::uint16_t> kv16;  // when not empty: kv in bf16, passed instead of kv
+  std::vector<std::uint32_t> rt2;   // when not empty: rt in bf16 pairs of d (RelAttentionArgs::rt2)
   I rtLead = 0;  // rt's rows start with this many unused columns (a suffix of a longer table)
   float scale = 0.37f;
 
@@ -53,6 +54,7 @@ struct Problem {
     a.rt = rt.data() + rtLead;
     a.rtDim = shape.k + rtLead;
     a.rtHead = d * a.rtDim;
+    if (!rt2.empty()) a.rt2 = rt2.data() + rtLead, a.rt2Dim = a.rtDim, a.rt2Head = d / 2 * a.rtDim;
     a.mask = mask.data();
     a.pad = pad.empty() ? nullptr : pad.data();
     a.scale = scale;
@@ -264,6 +266,18 @@ TEST_CASE("rel_attention: bf16 keys and values") {
   const auto rounded = [](std::vector<float>& xs) {
     for (float& x : xs) x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(x));
   };
+  // rt2 of p.rt (even d): (rt[h][2c][p], rt[h][2c + 1][p]) per 32-bit lane.
+  const auto pairTable = [](const Problem& p) {
+    const I d = p.shape.d, dim = p.shape.k + p.rtLead;
+    std::vector<std::uint32_t> out;
+    for (I h = 0; h < p.shape.heads; ++h)
+      for (I c = 0; c < d / 2; ++c)
+        for (I j = 0; j < dim; ++j) {
+          const auto at = [&](I row) { return txl::ir::floatToBf16(p.rt[(h * d + row) * dim + j]); };
+          out.push_back(std::uint32_t(at(2 * c)) | std::uint32_t(at(2 * c + 1)) << 16);
+        }
+    return out;
+  };
   const auto toBf16 = [](const std::vector<float>& xs) {
     std::vector<std::uint16_t> out;
     for (float x : xs) out.push_back(txl::ir::floatToBf16(x));
@@ -271,16 +285,19 @@ TEST_CASE("rel_attention: bf16 keys and values") {
   };
   std::uint32_t seed = 40;
   for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 8, 1, 300, 64},
-                        Case{1, 2, 7, 130, 33}})
+                        Case{1, 2, 7, 130, 33}, Case{2, 2, 9, 140, 6}})
     for (bool withPad : {false, true}) {
       Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, MaskKind::SameLength, withPad, seed++);
       rounded(p.kv);
       rounded(p.qu);
+      rounded(p.qv);
+      rounded(p.rt);
       INFO("q " << c.q << " k " << c.k << " d " << c.d << " pad " << withPad);
       const std::vector<double> want = reference(p);
       const std::vector<float> portable = run(p, detail::relAttentionPortable),
                                widened = run(p, detail::relAttentionWidened);
       p.kv16 = toBf16(p.kv);
+      if (c.d % 2 == 0) p.rt2 = pairTable(p);  // read by the pair path only
       for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPortable),
                             Kernel(detail::relAttentionWidened)}) {
         const std::vector<float> got = run(p, kernel);
@@ -291,6 +308,7 @@ TEST_CASE("rel_attention: bf16 keys and values") {
           REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
         Problem e = prependMaskedKeys(p, 37);
         e.kv16 = toBf16(e.kv);
+        if (c.d % 2 == 0) e.rt2 = pairTable(e);
         const std::vector<float> padded = run(e, kernel);
         REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
       }
