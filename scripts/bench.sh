@@ -4,22 +4,26 @@
 # reported as the median of every figure over the runs: the reproducible form
 # of `txlc bench`.
 #
-# Usage: scripts/bench.sh [--threads T] [--repeat N] [--segments S] [--txlc PATH]
-#   defaults: 2 threads, 3 runs, 10 timed segments (20 at qlen 1), build/tools/txlc
+# Usage: scripts/bench.sh [--threads T] [--repeat N] [--segments S] [--precision LIST] [--txlc PATH]
+#   defaults: 2 threads, 3 runs, 10 timed segments (20 at qlen 1), precision
+#   f32, build/tools/txlc. --precision f32,bf16 runs every benchmark at each
+#   precision within each round (alternated, so a slow spell hits all of them)
+#   and adds the ratio of tokens/s to f32's in the same rounds.
 # Prints one Markdown table on stdout (progress on stderr). Run it on a quiet
 # machine: OpenMP threads that share a core with another process wait out its
 # time slices, and the figures then measure the scheduler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-threads=2 repeat=3 segments=10 txlc=build/tools/txlc
+threads=2 repeat=3 segments=10 txlc=build/tools/txlc precisions=f32
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --threads) threads="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
     --segments) segments="$2"; shift 2 ;;
+    --precision) precisions="$2"; shift 2 ;;
     --txlc) txlc="$2"; shift 2 ;;
-    *) echo "scripts/bench.sh: unknown option '$1'; expected --threads, --repeat, --segments or --txlc" >&2; exit 2 ;;
+    *) echo "scripts/bench.sh: unknown option '$1'; expected --threads, --repeat, --segments, --precision or --txlc" >&2; exit 2 ;;
   esac
 done
 [[ -x "$txlc" ]] || { echo "scripts/bench.sh: $txlc: not an executable (build first: scripts/test.sh)" >&2; exit 2; }
@@ -37,31 +41,48 @@ keys=(tokens_per_s ms_per_segment avg_ms p90_ms p95_ms p99_ms efficiency memory_
 field() { awk -F, -v k="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) c = i } NR == 2 { v = c ? $c : ""; print (v == "" ? "-" : v) }' "$2"; }
 median() { tr ' ' '\n' | grep -v '^-*$' | grep -v null | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2}'; }
 
+IFS=, read -r -a precision_list <<<"$precisions"
+for p in "${precision_list[@]}"; do
+  [[ $p == f32 || $p == bf16 || $p == int8 ]] ||
+    { echo "scripts/bench.sh: --precision: '$p' is not a precision; expected f32, bf16 or int8 (comma-separated)" >&2; exit 2; }
+done
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# Rounds: every benchmark once per round, so that a slow spell of a shared
-# machine lands in one run of each benchmark rather than in all runs of one.
-declare -A values=()  # "benchmark index,key" -> the values of the runs, space-separated
+# Rounds: every benchmark at every precision once per round, so that a slow
+# spell of a shared machine lands in one run of each rather than in all runs
+# of one.
+declare -A values=()  # "benchmark index,precision,key" -> the values of the runs, space-separated
 for ((r = 1; r <= repeat; r++)); do
   for i in "${!benchmarks[@]}"; do
     b=${benchmarks[$i]}
     name="${b%%|*}" args="${b#*|}"
-    echo "scripts/bench.sh: round $r of $repeat: $name" >&2
-    # shellcheck disable=SC2086
-    "$txlc" bench $args --random-weights --prefill --threads "$threads" --repetitions 1 --format csv >"$tmp/out.csv"
-    for k in "${keys[@]}"; do values[$i,$k]+="$(field "$k" "$tmp/out.csv") "; done
+    for p in "${precision_list[@]}"; do
+      echo "scripts/bench.sh: round $r of $repeat: $name, $p" >&2
+      # shellcheck disable=SC2086
+      "$txlc" bench $args --random-weights --prefill --threads "$threads" --repetitions 1 --precision "$p" \
+        --format csv >"$tmp/out.csv"
+      for k in "${keys[@]}"; do values[$i,$p,$k]+="$(field "$k" "$tmp/out.csv") "; done
+    done
   done
 done
 
-echo "| benchmark | threads | runs | tokens/s | median ms | avg ms | p90 ms | p95 ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| benchmark | precision | threads | runs | tokens/s | × f32 | median ms | avg ms | p90 ms | p95 ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for i in "${!benchmarks[@]}"; do
   name="${benchmarks[$i]%%|*}"
-  med() { echo "${values[$i,$1]}" | median; }
-  mib() { awk -v b="$(med "$1")" 'BEGIN { if (b == "-") print "-"; else printf "%.1f", b / 1048576 }'; }
-  printf "| %s | %s | %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$threads" "$repeat" \
-    "$(med tokens_per_s)" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p90_ms)" "$(med p95_ms)" "$(med p99_ms)" \
-    "$(med efficiency)" \
-    "$(med memory_floor_ratio | awk '{ if ($1 == "-") print "-"; else printf "%.2f", $1 }')" \
-    "$(mib peak_rss_bytes)" "$(mib rss_budget_bytes)"
+  for p in "${precision_list[@]}"; do
+    med() { echo "${values[$i,$p,$1]}" | median; }
+    mib() { awk -v b="$(med "$1")" 'BEGIN { if (b == "-") print "-"; else printf "%.1f", b / 1048576 }'; }
+    ratio="-"
+    if [[ -n ${values[$i,f32,tokens_per_s]:-} ]]; then
+      ratio=$(awk -v a="$(med tokens_per_s)" -v b="$(echo "${values[$i,f32,tokens_per_s]}" | median)" \
+        'BEGIN { printf "%.2f", a / b }')
+    fi
+    printf "| %s | %s | %s | %s | %.1f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$p" \
+      "$threads" "$repeat" "$(med tokens_per_s)" "$ratio" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p90_ms)" \
+      "$(med p95_ms)" "$(med p99_ms)" "$(med efficiency)" \
+      "$(med memory_floor_ratio | awk '{ if ($1 == "-") print "-"; else printf "%.2f", $1 }')" \
+      "$(mib peak_rss_bytes)" "$(mib rss_budget_bytes)"
+  done
 done
