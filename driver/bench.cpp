@@ -86,23 +86,26 @@ std::size_t processPeakRss() {
 // Bytes one step of qlen 1 must read (bench.h): every layer's weights with
 // r_net replaced by its folded table over klen, the u/v biases, the output
 // layer when the segment computes it, and the cached keys and values; each
-// at its stored precision (at bf16 the matrices, every one a linear layer's
-// weight, are read as bf16 packs: 2 bytes an element).
+// at its stored precision. At bf16 the matrices (every one a linear layer's
+// weight) are read as bf16 packs, the cached keys and values are bf16 rows,
+// and the attention reads the position table as bf16 pairs when d_head is
+// even (docs/PRECISION.md): 2 bytes an element.
 double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, std::int64_t batch,
-                        std::int64_t mlen, bool output, bool bf16Matmuls) {
-  const double f32 = 4.0, hd = double(spec.n_head * spec.d_head);
+                        std::int64_t mlen, bool output, bool bf16) {
+  const double hd = double(spec.n_head * spec.d_head);
+  const double state = bf16 ? 2.0 : 4.0, table = bf16 && spec.d_head % 2 == 0 ? 2.0 : 4.0;
   std::set<const void*> seen;
   double bytes = 0;
   for (const auto& [name, t] : weights) {
     if (!seen.insert(t.raw()).second) continue;
     const bool layer = name.rfind("layers.", 0) == 0, crit = name.rfind("crit.", 0) == 0;
     if (name.find("r_net.weight") != std::string::npos) continue;
-    const double stored = bf16Matmuls && t.type().rank() == 2 ? double(t.bytes()) / 2 : double(t.bytes());
+    const double stored = bf16 && t.type().rank() == 2 ? double(t.bytes()) / 2 : double(t.bytes());
     if (layer || name == "r_w_bias" || name == "r_r_bias" || (crit && output)) bytes += stored;
   }
   const double klen = double(mlen + 1);
-  if (spec.attn_type == 0) bytes += double(spec.n_layer) * klen * hd * f32;       // W_r R, as stored
-  bytes += double(spec.n_layer) * double(batch) * double(mlen) * 2.0 * hd * f32;  // cached k and v
+  if (spec.attn_type == 0) bytes += double(spec.n_layer) * klen * hd * table;       // W_r R, as read
+  bytes += double(spec.n_layer) * double(batch) * double(mlen) * 2.0 * hd * state;  // cached k and v
   return bytes;
 }
 
