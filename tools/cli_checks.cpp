@@ -16,11 +16,21 @@ CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& 
       [=](std::string& s) -> std::string {
         std::int64_t v = 0;
         auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        const bool digits = p == s.data() + s.size() && !s.empty() && s[0] != '-';
+        // A well-formed count beyond the bound: say the bound (unless `what` already does).
+        if (digits && (ec == std::errc::result_out_of_range || (ec == std::errc() && v > max)) &&
+            what.find('[') == std::string::npos)
+          return "expected " + what + " at most " + std::to_string(max) + ", got '" + s + "'";
         if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max)
           return "expected " + what + ", got '" + s + "'";
         return {};
       },
       what == "a positive integer" ? "POSITIVE" : "INT");
+}
+
+CLI::Validator nonEmptyPath() {
+  return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "expected a path, got ''" : ""; },
+                        "PATH");
 }
 
 CLI::Validator oneOf(std::vector<std::string> values, const std::string& what) {

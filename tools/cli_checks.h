@@ -18,6 +18,8 @@ inline CLI::Validator positiveInt() { return integerIn(1, std::int64_t(1) << 40,
 inline CLI::Validator nonNegativeInt() { return integerIn(0, std::int64_t(1) << 40, "a non-negative integer"); }
 // --threads: 0 (OpenMP's default) or a count up to the bound txlc accepts.
 inline CLI::Validator threadCountCheck() { return integerIn(0, 4096, "a thread count in [0, 4096]"); }
+// A path: any string but the empty one (which names no file).
+CLI::Validator nonEmptyPath();
 // One of `values`; `what` lists them ("'onednn' or 'reference'").
 CLI::Validator oneOf(std::vector<std::string> values, const std::string& what);
 // A real number in [min, max] (open at min when `openMin`).

@@ -68,7 +68,7 @@ void registerCompile(CLI::App& app, Action& action) {
       cmd->add_flag("--random-weights", o->randomWeights, "deterministic random weights instead of a file");
   if (o->model.weightsOpt) random->excludes(o->model.weightsOpt);
   cmd->add_option("--seed", o->seed, "seed of --random-weights (default 0)");
-  cmd->add_option("-o,--output", o->output, "the file to write")->required();
+  cmd->add_option("-o,--output", o->output, "the file to write")->required()->check(nonEmptyPath());
   cmd->add_option("--emit", o->emit, "artifact (default) or exe (a standalone executable)")
       ->check(CLI::IsMember({"artifact", "exe"}));
   cmd->add_flag("--json", o->json, "print a summary as JSON on stdout");

@@ -147,7 +147,7 @@ void registerRun(CLI::App& app, Action& action) {
   cmd->add_option("--state-out", o->stateOut, "save the memory after the last segment to this state file");
   cmd->add_option("--format", o->format, "json (default) or safetensors (needs -o)")
       ->check(CLI::IsMember({"json", "safetensors"}));
-  cmd->add_option("-o,--output", o->output, "write the result here instead of stdout (-: stdout)");
+  cmd->add_option("-o,--output", o->output, "write the result here instead of stdout (-: stdout)")->check(nonEmptyPath());
   cmd->add_flag("--no-logprob", o->noLogprob, "only the hidden states");
   cmd->callback([o, &action] {
     if (!o->tokensOpt->count() && !o->tokensFileOpt->count()) throw CLI::RequiredError("--tokens or --tokens-file");

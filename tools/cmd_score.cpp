@@ -872,9 +872,11 @@ void registerScore(CLI::App& app, Action& action) {
       "per document, in order");
   std::vector<CLI::Option*> docOnly;
   docOnly.push_back(cmd->add_option("-o,--output", o->output,
-                                    "--documents: write the lines to FILE (atomically; FILE.partial while running)"));
+                                    "--documents: write the lines to FILE (atomically; FILE.partial while running)")
+                        ->check(nonEmptyPath()));
   docOnly.push_back(
-      cmd->add_option("--summary", o->summary, "--documents: the summary as JSON to FILE instead of a line on stderr"));
+      cmd->add_option("--summary", o->summary, "--documents: the summary as JSON to FILE instead of a line on stderr")
+          ->check(nonEmptyPath()));
   docOnly.push_back(
       cmd->add_flag("--resume", o->resume, "--documents: keep the documents an interrupted run (-o FILE) completed"));
   docOnly.push_back(cmd->add_flag("--strict", o->strict,
