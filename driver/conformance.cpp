@@ -53,18 +53,64 @@ double badness(const TensorComparison& c, const CaseResult& r) {
   return std::max(c.maxViolation, r.relL2 > 0 ? c.relL2 / r.relL2 : 0.0);
 }
 
+// The fields of case.json, each checked for its kind: a missing or
+// mistyped field is one line naming the file, the field's JSON pointer, what
+// it should be and (quoted, clipped) what it is.
+class CaseFields {
+ public:
+  CaseFields(const nlohmann::json& c, std::string file) : c_(c), file_(std::move(file)) {}
+
+  const nlohmann::json* find(const std::string& ptr) const {
+    const nlohmann::json::json_pointer p(ptr);
+    return c_.contains(p) ? &c_.at(p) : nullptr;
+  }
+  [[noreturn]] void fail(const std::string& ptr, const std::string& expected) const {
+    const nlohmann::json* v = find(ptr);
+    if (!v) throw Error(file_ + ": " + ptr + ": expected " + expected + ", got nothing (the field is missing)");
+    std::string shown = v->is_string() ? quote(v->get<std::string>()) : v->dump();
+    if (shown.size() > kMaxQuoted) shown = shown.substr(0, kMaxQuoted) + "…";
+    throw Error(file_ + ": " + ptr + ": expected " + expected + ", got " + (v->is_null() ? "null" : std::string("a ") + v->type_name() + " " + shown));
+  }
+  double number(const std::string& ptr) const {
+    const nlohmann::json* v = find(ptr);
+    if (!v || !v->is_number() || !std::isfinite(v->get<double>())) fail(ptr, "a finite number");
+    return v->get<double>();
+  }
+  std::int64_t integer(const std::string& ptr) const {
+    const nlohmann::json* v = find(ptr);
+    if (!v || !v->is_number_integer()) fail(ptr, "an integer");
+    return v->get<std::int64_t>();
+  }
+  std::string string(const std::string& ptr, const std::string& fallback) const {
+    const nlohmann::json* v = find(ptr);
+    if (!v) return fallback;
+    if (!v->is_string()) fail(ptr, "a string");
+    return v->get<std::string>();
+  }
+  const nlohmann::json& array(const std::string& ptr) const {
+    const nlohmann::json* v = find(ptr);
+    if (!v || !v->is_array()) fail(ptr, "an array");
+    return *v;
+  }
+
+ private:
+  const nlohmann::json& c_;
+  std::string file_;
+};
+
 void run(const std::string& dir, const Setting& base, CaseResult& result) {
-  std::string casePath = dir + "/case.json";
+  const std::string casePath = dir + (dir.ends_with('/') ? "" : "/") + "case.json";
   nlohmann::json c =
       frontend::parseJsonText(frontend::readInputFile(casePath, frontend::kMaxSpecBytes, "a case JSON file"), casePath);
-  const std::string format = c.is_object() ? c.value("format", "") : "";
+  if (!c.is_object()) throw Error(casePath + ": expected a JSON object, got a JSON " + std::string(c.type_name()));
+  const CaseFields f(c, casePath);
+  const std::string format = f.string("/format", "");
   if (format != "txl-conformance/1" && format != "txl-conformance-hf/1")
-    throw Error(casePath + ": /format: expected \"txl-conformance/1\" or \"txl-conformance-hf/1\"");
-  result.name = c.value("name", dir);
-  const auto& tol = c.at("tolerance");
-  result.atol = tol.at("atol").get<double>();
-  result.rtol = tol.at("rtol").get<double>();
-  result.relL2 = tol.at("rel_l2").get<double>();
+    f.fail("/format", "\"txl-conformance/1\" or \"txl-conformance-hf/1\"");
+  result.name = f.string("/name", dir);
+  result.atol = f.number("/tolerance/atol");
+  result.rtol = f.number("/tolerance/rtol");
+  result.relL2 = f.number("/tolerance/rel_l2");
   if (base.precision == Precision::BF16) {
     // The case's tolerance is f32's; bf16 operands carry a relative rounding
     // error of up to u = 2^-8 each (docs/PRECISION.md derives these bounds).
@@ -82,31 +128,32 @@ void run(const std::string& dir, const Setting& base, CaseResult& result) {
   frontend::ModelSpec spec;
   frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;
   if (hf) {
-    if (!c.contains("config") || !c.at("config").is_string())
-      throw Error(casePath + ": /config: expected the name of the case's config.json");
-    spec = frontend::loadModelSpec(dir + "/" + c.at("config").get<std::string>());
+    const std::string config = f.string("/config", "");
+    if (config.empty()) f.fail("/config", "the name of the case's config.json");
+    spec = frontend::loadModelSpec(dir + "/" + config);
     spec.semantics = frontend::Semantics::HuggingFace;
-    initialMemory = frontend::parseInitialMemory(c.value("initial_memory", ""), casePath + ": /initial_memory");
+    initialMemory = frontend::parseInitialMemory(f.string("/initial_memory", ""), casePath + ": /initial_memory");
   } else {
+    if (!f.find("/config") || !f.find("/config")->is_object()) f.fail("/config", "the model's configuration (an object)");
     spec = frontend::parseModelSpec(c.at("config"), casePath);
     spec.semantics = frontend::Semantics::Authors;
   }
   auto weightsFile =
-      frontend::SafetensorsFile::open(dir + "/" + c.value("weights", hf ? "model.safetensors" : "weights.safetensors"));
-  auto io = frontend::SafetensorsFile::open(dir + "/" + c.value("io", "io.safetensors"));
+      frontend::SafetensorsFile::open(dir + "/" + f.string("/weights", hf ? "model.safetensors" : "weights.safetensors"));
+  auto io = frontend::SafetensorsFile::open(dir + "/" + f.string("/io", "io.safetensors"));
   const Model m = modelFrom(spec, frontend::bindWeights(spec, weightsFile), casePath);
   Setting setting = defaultSetting(m);
-  setting.batch = c.at("batch").get<std::int64_t>();
+  setting.batch = f.integer("/batch");
   setting.initialMemory = initialMemory;
   setting.backend = base.backend, setting.pipeline = base.pipeline, setting.threads = base.threads;
   applyPrecision(setting, base.precision);
   backend::Session session(compile(m, setting));
   result.memoryCompared = memoryForm(setting) == "hidden";
 
-  const auto& segments = c.at("segments");
+  const auto& segments = f.array("/segments");
   for (std::size_t k = 0; k < segments.size(); ++k) {
     std::string seg = "seg" + std::to_string(k);
-    std::int64_t mlen = segments[k].at("mlen").get<std::int64_t>();
+    std::int64_t mlen = f.integer("/segments/" + std::to_string(k) + "/mlen");
     if (session.mlen() != mlen)
       throw Error(seg + ": the session holds " + std::to_string(session.mlen()) + " positions, the case " +
                   std::to_string(mlen));

@@ -10,6 +10,7 @@
 #include "tools/command.h"
 #include "driver/compile.h"
 #include "driver/conformance.h"
+#include "ir/check.h"
 #include "tools/exit_codes.h"
 
 namespace txl::tools {
@@ -33,7 +34,11 @@ int run(const Options& o) {
     CaseResult result = runConformanceCase(dir, options);
     if (result.passed) ++passed;
     else ++failed;
-    if (!result.passed && !result.error.empty()) ++unreadable;
+    if (!result.passed && !result.error.empty()) {
+      ++unreadable;
+      // The report keeps its FAIL line; the reason is an error like any bad input's.
+      std::cerr << "txlc: error: " << oneLine(result.error) << std::endl;
+    }
     if (o.json) report.push_back(caseToJson(result));
     else std::cout << formatCaseLine(result) << std::endl;
   }

@@ -667,3 +667,30 @@ TEST_CASE("every bad input of docs/ERRORS.md gives its one-line message and exit
   }
   fs::remove_all(dir);
 }
+
+// conformance reports on stdout (one line per case and a summary); a case it
+// cannot read is also a bad input: its reason is the error line on stderr.
+TEST_CASE("a conformance case.json that cannot be read names the field on stderr", "[robustness][cli]") {
+  const std::string dir = txl::test::makeTempDir("txlc-bad-case");
+  fs::copy(kTests + "/conformance/nomem", dir + "/case", fs::copy_options::recursive);
+  const std::string file = dir + "/case/case.json";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {R"({"format": "txl-conformance/1", "name": 5})", file + ": /name: expected a string, got a number 5"},
+      {R"({"format": 7})", file + ": /format: expected a string, got a number 7"},
+      {"[1]", file + ": expected a JSON object, got a JSON array"},
+      {R"({"format": "txl-conformance/1", "tolerance": {"atol": 1, "rtol": 1}})",
+       file + ": /tolerance/rel_l2: expected a finite number, got nothing (the field is missing)"},
+      {R"({"format": "txl-conformance/1", "tolerance": {"atol": 1, "rtol": 1, "rel_l2": 1}, "config": "x"})",
+       file + ": /config: expected the model's configuration (an object), got a string \"x\""},
+  };
+  for (const auto& [body, message] : cases) {
+    writeFile(file, body);
+    auto r = runProcess({kTxlc, "conformance", dir + "/case"}, dir, kTimeout);
+    INFO(body << "\nstderr: " << r.err << "stdout: " << r.out);
+    CHECK(r.exitCode == 3);
+    CHECK(r.err == "txlc: error: " + message + "\n");
+    CHECK(r.out.find("FAIL") == 0);
+    CHECK(r.out.find("0 passed, 1 failed (1 could not be read)") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
