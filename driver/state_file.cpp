@@ -1,6 +1,9 @@
 // driver/state_file.cpp - readStateFile(), loadState(), writeStateFile().
 #include "driver/state_file.h"
 
+#include <charconv>
+
+#include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "ir/check.h"
 
@@ -34,6 +37,28 @@ ir::TensorMap readStateFile(const Model& m, const backend::CompiledModel& compil
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
+  // The recorded setting must describe these tensors: a file whose metadata
+  // contradicts its memory was not written by txlc (or was edited).
+  auto count = [&](const char* key) {
+    const std::string v = get(key);
+    std::int64_t n = -1;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 0)
+      throw Error(path + ": __metadata__/" + key + ": expected a non-negative integer, got " + quote(v));
+    return n;
+  };
+  const std::int64_t batch = count("batch"), mlen = count("mlen"), memLen = count("mem_len");
+  if (mlen > memLen)
+    throw Error(path + ": __metadata__/mlen: " + std::to_string(mlen) + " positions, more than its mem_len " +
+                std::to_string(memLen));
+  for (const auto& [name, t] : types)
+    if (t.shape.size() != 3 || t.shape[0] != mlen || t.shape[1] != batch)
+      throw Error(path + ": tensor " + quote(name) + ": expected [mlen " + std::to_string(mlen) + ", batch " +
+                  std::to_string(batch) + ", width] as its metadata says, got " + ir::shapeStr(t.shape));
+  if (frontend::parseSemantics(get("semantics"), path + ": __metadata__/semantics") != m.spec.semantics)
+    throw Error(path + ": __metadata__/semantics: a state of " + get("semantics") + " semantics, this model (" +
+                m.path + ") runs " + frontend::semanticsName(m.spec.semantics) + " semantics");
+  frontend::parseInitialMemory(get("initial_memory"), path + ": __metadata__/initial_memory");
   ir::TensorMap state;
   for (const auto& name : f.names()) state[name] = f.toF32(name).clone();
   return state;

@@ -3,8 +3,10 @@
 // A state file is a safetensors file of the memory ("mem.<slot>",
 // f32[mlen, batch, width]) whose metadata says format "txlc-state/1" and
 // names the model (driver/artifact.h modelId), so that a state for another
-// model is refused; batch, mem_len, mlen, semantics and the initial memory
-// are recorded for a reader's information.
+// model is refused. Batch, mem_len, mlen, semantics and the initial memory
+// are recorded too; a reader checks that they describe the tensors (mlen and
+// batch their first two dimensions, mlen <= mem_len) and that the semantics
+// are the model's. The session then checks the shapes against its slots.
 //
 //   writeStateFile(session, model, setting, "s.safetensors");
 //   loadStateFile(other, model, "s.safetensors");

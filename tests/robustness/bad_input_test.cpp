@@ -106,6 +106,19 @@ std::string artifactWithManifest(const std::string& art, const std::function<voi
   return out;
 }
 
+// A state file `st` (safetensors) with metadata `key` set to `value`.
+std::string stateWithMetadata(const std::string& st, const std::string& key, const std::string& value) {
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | std::uint8_t(st[std::size_t(i)]);
+  nlohmann::json h = nlohmann::json::parse(st.substr(8, n));
+  h["__metadata__"][key] = value;
+  std::string header = h.dump();
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[std::size_t(i)] = char((header.size() >> (8 * i)) & 0xff);
+  return out + header + st.substr(8 + n);
+}
+
 // A crafted artifact whose manifest is `manifest` (any text), fixed up like
 // artifactWithManifest().
 std::string artifactWithManifestText(const std::string& art, const std::string& manifest) {
@@ -185,6 +198,7 @@ void makeFixtures(const std::string& dir) {
 
 std::vector<Row> rows(const std::string& dir) {
   const std::string art = readFile(dir + "/t.txla");
+  const std::string st = readFile(dir + "/s.safetensors");
   auto patched = [&](std::size_t at, const std::string& bytes) {
     std::string a = art;
     a.replace(at, bytes.size(), bytes);
@@ -516,6 +530,17 @@ std::vector<Row> rows(const std::string& dir) {
        V{"run", "r.txla", "--tokens", "1 2", "--qlen", "6", "--state-in", "s.safetensors"},
        3,
        e + "s.safetensors: a state for model …, this model (r.txla) is …"},
+      {"state-metadata-mlen",
+       {{"m.safetensors", stateWithMetadata(st, "mlen", "2")}},
+       V{"run", "t.txla", "--tokens", "1 2", "--qlen", "6", "--state-in", "m.safetensors"},
+       3,
+       e + "m.safetensors: tensor \"mem.0\": expected [mlen 2, batch 1, width] as its metadata says, got [3,1,16]"},
+      {"state-semantics",
+       {{"m.safetensors", stateWithMetadata(st, "semantics", "huggingface")}},
+       V{"run", "t.txla", "--tokens", "1 2", "--qlen", "6", "--state-in", "m.safetensors"},
+       3,
+       e + "m.safetensors: __metadata__/semantics: a state of huggingface semantics, this model (t.txla) runs authors "
+           "semantics"},
       {"state-not-state",
        {},
        V{"run", "t.txla", "--tokens", "1 2", "--qlen", "6", "--state-in", "w.safetensors"},

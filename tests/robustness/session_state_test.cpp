@@ -106,7 +106,15 @@ TEST_CASE("a state file is checked from its header before any tensor is converte
   // A valid header for the model's slots plus "extra": 1 GiB of f32 in a sparse file.
   const std::string dir = test::makeTempDir("txlc-state-header");
   const std::string path = dir + "/s.safetensors";
-  nlohmann::json header = {{"__metadata__", {{"format", driver::kStateFormat}, {"model_id", m.modelId}}}};
+  const std::string mlen = std::to_string(s.mlen());
+  nlohmann::json header = {{"__metadata__",
+                            {{"format", driver::kStateFormat},
+                             {"model_id", m.modelId},
+                             {"batch", "1"},
+                             {"mlen", mlen},
+                             {"mem_len", mlen},
+                             {"semantics", "authors"},
+                             {"initial_memory", "empty"}}}};
   std::uint64_t offset = 0;
   for (const auto& [name, t] : state) {
     header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.bytes()}}};
