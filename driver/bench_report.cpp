@@ -167,7 +167,7 @@ BenchFormat parseBenchFormat(const std::string& name) {
   if (name == "csv") return BenchFormat::Csv;
   if (name == "json") return BenchFormat::Json;
   if (name == "jsonl") return BenchFormat::Jsonl;
-  throw Error("--format: expected md, text, csv, json or jsonl, got '" + oneLine(name) + "'");
+  throw Error("--format: expected md, text, csv, json or jsonl, got '" + clip(name) + "'");
 }
 
 std::string formatBenchReports(const std::vector<BenchReport>& reports, BenchFormat format) {

@@ -3,11 +3,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <sstream>
 
 #include "driver/compile.h"
+#include "ir/check.h"
 #include "passes/pipeline.h"
 
 namespace txl::driver {
@@ -32,6 +34,14 @@ std::string mib(double bytes) {
   s.precision(1);
   s << bytes / double(1 << 20) << " MiB";
   return s.str();
+}
+
+std::string shown(const std::string& s) {
+  const bool plain = s.size() <= kMaxQuoted && std::all_of(s.begin(), s.end(), [](char c) {
+                       const auto u = static_cast<unsigned char>(c);
+                       return u >= 0x20 && u != 0x7f;
+                     });
+  return plain ? s : quote(s);
 }
 
 }  // namespace
@@ -77,6 +87,9 @@ nlohmann::json describeModel(const Model& m) {
                   {"memory_form", memoryForm(s)}};
   d["pipeline"] = passes::selectedPasses(s.pipeline);
   if (m.artifact) {
+    // What info shows of an artifact is what run would use: an altered
+    // stored graph is refused here as it is there.
+    verifyStoredGraphs(*m.artifact, m.path);
     d["txlc_version"] = m.artifact->txlcVersion;
     d["compiled_on_cpu"] = m.artifact->cpuIsa;
     nlohmann::json graphs = nlohmann::json::array();
@@ -97,7 +110,9 @@ std::string modelSummaryText(const nlohmann::json& d) {
   std::ostringstream out;
   const nlohmann::json& sp = d["spec"];
   const nlohmann::json& st = d["setting"];
-  auto str = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  // Strings come from files (an artifact's manifest, a spec): shown as they
+  // are when short and printable, else quoted and escaped (ir/check.h).
+  auto str = [](const nlohmann::json& v) { return v.is_string() ? shown(v.get<std::string>()) : v.dump(); };
   out << "model        " << str(d["path"]) << " (" << str(d["form"]) << ")\n";
   if (!d["model_id"].is_null()) out << "model id     " << str(d["model_id"]) << "\n";
   out << "architecture " << str(sp.value("n_layer", nlohmann::json())) << " layers, d_model "
@@ -120,7 +135,7 @@ std::string modelSummaryText(const nlohmann::json& d) {
       << str(st["memory_form"]) << " memory" << (str(st["precision"]) == "f32" ? "" : ", " + str(st["precision"]))
       << "\n";
   std::string passes;
-  for (const auto& p : d["pipeline"]) passes += (passes.empty() ? "" : ", ") + p.get<std::string>();
+  for (const auto& p : d["pipeline"]) passes += (passes.empty() ? "" : ", ") + str(p);
   out << "pipeline     " << (passes.empty() ? "none" : passes) << "\n";
   if (d.contains("txlc_version"))
     out << "compiled     by txlc " << str(d["txlc_version"]) << " on " << str(d["compiled_on_cpu"]) << ", "

@@ -37,7 +37,7 @@ namespace {
 
 std::string pointerToken(std::string_view key) {
   std::string s;
-  for (char c : key) {
+  for (char c : clip(key)) {
     if (c == '~') s += "~0";
     else if (c == '/') s += "~1";
     else s += c;

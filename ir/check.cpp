@@ -37,11 +37,26 @@ std::string oneLine(const std::string& s) {
   return out;
 }
 
+namespace {
+
+// The first kMaxQuoted bytes of `s`, ending at a UTF-8 character boundary.
+std::string_view quotedPrefix(std::string_view s) {
+  std::size_t cut = std::min(s.size(), kMaxQuoted);
+  while (cut < s.size() && cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
+  return s.substr(0, cut);
+}
+
+}  // namespace
+
+std::string clip(std::string_view s) {
+  const std::string_view shown = quotedPrefix(s);
+  if (shown.size() == s.size()) return std::string(s);
+  return std::string(shown) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 std::string quote(std::string_view s) {
   static const char* const hex = "0123456789abcdef";
-  std::size_t cut = std::min(s.size(), kMaxQuoted);
-  while (cut < s.size() && cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;  // whole UTF-8
-  const std::string_view shown = s.substr(0, cut);
+  const std::string_view shown = quotedPrefix(s);
   std::string out = "\"";
   for (char c : shown) {
     const auto u = static_cast<unsigned char>(c);

@@ -42,6 +42,10 @@ inline constexpr std::size_t kMaxQuoted = 200;
 // did not write itself (a tensor name, a key, a token, a model id).
 std::string quote(std::string_view s);
 
+// `s` cut like quote() but neither quoted nor escaped (oneLine() escapes the
+// whole line): for text that is part of a path or a JSON pointer.
+std::string clip(std::string_view s);
+
 [[noreturn]] void failCheck(const char* file, int line, const char* cond, const std::string& message);
 
 }  // namespace txl

@@ -219,7 +219,7 @@ class Parser {
     auto kind = parseOpKind(opName);
     if (!kind) {
       pos_ = opPos;
-      error("unknown op '" + opName + "'");
+      error("unknown op '" + clip(opName) + "'");
     }
     std::vector<Node> operands;
     expect('(');
@@ -240,7 +240,7 @@ class Parser {
     if (accept('{')) {
       do {
         std::string key = ident("an attribute name");
-        if (attrs.has(key)) error("duplicate attribute '" + key + "'");
+        if (attrs.has(key)) error("duplicate attribute '" + clip(key) + "'");
         expect('=');
         attrs.set(key, attrValue());
       } while (accept(','));

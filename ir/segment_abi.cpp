@@ -69,7 +69,7 @@ std::optional<std::string> check(const Graph& g, const SegmentSignature& s) {
         const std::string& name = op.attrs.getString("name");
         auto& want = in ? inputs : outputs;
         auto it = want.find(name);
-        if (it == want.end()) return std::string(in ? "input" : "output") + " '" + name + "' is not in the signature";
+        if (it == want.end()) return std::string(in ? "input" : "output") + " '" + clip(name) + "' is not in the signature";
         const TensorType& got = in ? *op.type : g.type(g.operand(n, 0));
         if (got != it->second)
           return std::string(in ? "input" : "output") + " '" + name + "': expected " + it->second.str() + ", got " +

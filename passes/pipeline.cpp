@@ -65,7 +65,7 @@ std::vector<std::string> parsePassList(const std::string& text) {
   std::stringstream in(text);
   std::string name;
   while (std::getline(in, name, ',')) {
-    if (name.empty()) throw Error("--passes: empty pass name in '" + text + "'");
+    if (name.empty()) throw Error("--passes: empty pass name in '" + clip(text) + "'");
     createPass(name);  // validates
     if (isPrecisionPass(name)) throw Error("--passes: " + name + " is not chosen by name; --precision bf16 runs it");
     names.push_back(name);

@@ -22,7 +22,7 @@ std::unique_ptr<ir::Pass> createPass(const std::string& name) {
 #undef TXL_PASS
   std::string known;
   for (const auto& p : registeredPasses()) known += (known.empty() ? "" : ", ") + p.name;
-  throw Error("unknown pass '" + name + "' (known: " + known + ")");
+  throw Error("unknown pass '" + clip(name) + "' (known: " + known + ")");
 }
 
 }  // namespace txl::passes

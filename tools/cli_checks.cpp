@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "driver/model.h"
+#include "ir/check.h"
 
 namespace txl::tools {
 
@@ -20,9 +21,9 @@ CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& 
         // A well-formed count beyond the bound: say the bound (unless `what` already does).
         if (digits && (ec == std::errc::result_out_of_range || (ec == std::errc() && v > max)) &&
             what.find('[') == std::string::npos)
-          return "expected " + what + " at most " + std::to_string(max) + ", got '" + s + "'";
+          return "expected " + what + " at most " + std::to_string(max) + ", got '" + clip(s) + "'";
         if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max)
-          return "expected " + what + ", got '" + s + "'";
+          return "expected " + what + ", got '" + clip(s) + "'";
         return {};
       },
       what == "a positive integer" ? "POSITIVE" : "INT");
@@ -38,7 +39,7 @@ CLI::Validator oneOf(std::vector<std::string> values, const std::string& what) {
       [=](std::string& s) -> std::string {
         for (const std::string& v : values)
           if (s == v) return {};
-        return "expected " + what + ", got '" + s + "'";
+        return "expected " + what + ", got '" + clip(s) + "'";
       },
       "NAME");
 }
@@ -50,7 +51,7 @@ CLI::Validator realIn(double min, double max, bool openMin, const std::string& w
         double v = std::strtod(s.c_str(), &end);
         if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v > max || v < min ||
             (openMin && v == min))
-          return "expected " + what + ", got '" + s + "'";
+          return "expected " + what + ", got '" + clip(s) + "'";
         return {};
       },
       "NUMBER");
@@ -95,7 +96,7 @@ std::string unknownFlagMessage(const CLI::App& cmd, int first, int argc, char** 
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     if (arg[1] != '-' && arg.size() > 2) continue;  // -abc: CLI11 reads grouped short flags
     const std::string near = closestName(name, known);
-    return "unknown flag '" + name + "' for '" + cmd.get_name() + "'" +
+    return "unknown flag '" + clip(name) + "' for '" + cmd.get_name() + "'" +
            (near.empty() ? std::string() : "; did you mean " + near + "?");
   }
   return "";

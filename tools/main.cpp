@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
         names.push_back(c->get_name());
       }
       const std::string near = closestName(name, names);
-      std::cerr << "txlc: error: unknown command '" << oneLine(name) << "'"
+      std::cerr << "txlc: error: unknown command '" << oneLine(txl::clip(name)) << "'"
                 << (near.empty() ? "" : " (did you mean '" + near + "'?)") << "; expected one of: " << known
                 << " (run 'txlc --help')" << std::endl;
       return kExitUsage;

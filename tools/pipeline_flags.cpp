@@ -29,12 +29,12 @@ CLI::Validator passNames(bool list) {
           names.push_back(s);
         }
         for (const std::string& n : names) {
-          if (n.empty()) return "expected a comma-separated list of pass names or 'none', got '" + oneLine(s) + "'";
+          if (n.empty()) return "expected a comma-separated list of pass names or 'none', got '" + clip(s) + "'";
           if (std::find(known.begin(), known.end(), n) != known.end()) continue;
           const std::string near = closestName(n, known);
           std::string all;
           for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
-          return "unknown pass '" + oneLine(n) + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+          return "unknown pass '" + clip(n) + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                  "; known: " + all;
         }
         return {};

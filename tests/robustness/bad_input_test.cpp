@@ -485,6 +485,13 @@ std::vector<Row> rows(const std::string& dir) {
        e + "bad.txla: manifest /graphs/1 (\"score-warmup\", qlen 6, mlen 6): not the graph this txlc (0.1.0) builds "
            "from the stored spec, setting and passes; the artifact was altered, or compiled by another txlc (0.1.0); "
            "recompile it"},
+      {"info-graph-altered",
+       {{"bad.txla", artifactWithManifest(art, [](nlohmann::json& m) { alterGraphAttr(m, 1, "axis", 1); })}},
+       V{"info", "bad.txla"},
+       3,
+       e + "bad.txla: manifest /graphs/1 (\"score-warmup\", qlen 6, mlen 6): not the graph this txlc (0.1.0) builds "
+           "from the stored spec, setting and passes; the artifact was altered, or compiled by another txlc (0.1.0); "
+           "recompile it"},
       {"artifact-graphs-extra",
        {{"bad.txla", artifactWithManifest(art, [](nlohmann::json& m) { m["graphs"].push_back(m["graphs"][0]); })}},
        V{"run", "bad.txla", "--tokens", "1"},
@@ -605,6 +612,16 @@ std::vector<Row> rows(const std::string& dir) {
        V{"score", "t.txla", "ids.txt", "--ids"},
        3,
        e + "ids.txt: line 1 column 1: expected a token id in [0, 97), got \"xx…xx...\" (5000000 bytes)"},
+      {"quote-long-pass",
+       {},
+       V{"inspect", "spec.json", "--passes", std::string(5000, 'q')},
+       2,
+       e + "--passes: unknown pass 'qq…qq... (5000 bytes)'; known: … (run 'txlc --help')"},
+      {"quote-long-flag",
+       {},
+       V{"run", "t.txla", "--tokens", "1", "--" + std::string(5000, 'q')},
+       2,
+       e + "unknown flag '--qq…qq... (5002 bytes)' for 'run' (run 'txlc run --help')"},
       {"quote-nul-key",
        {{"bad.json", std::string("{\"n_token\": 97, \"a\0b\": 1, \"a\0b\": 2}", 36)}},
        compileSpec("bad.json"),
@@ -690,6 +707,39 @@ TEST_CASE("every bad input of docs/ERRORS.md gives its one-line message and exit
       CHECK_FALSE(fs::exists(dir + "/out.txla"));
     }
   }
+  fs::remove_all(dir);
+}
+
+// A warning quotes file text as an error does: a 300,000-byte unknown key of
+// a spec is cut in its JSON pointer, and the compile still succeeds.
+TEST_CASE("a warning about a huge unknown key names it cut", "[robustness][cli]") {
+  const std::string dir = txl::test::makeTempDir("txlc-long-key");
+  nlohmann::json j = tinySpec();
+  j[std::string(300000, 'k')] = 1;
+  writeFile(dir + "/spec.json", j.dump());
+  auto r = runProcess({kTxlc, "compile", dir + "/spec.json", "--random-weights", "-o", dir + "/out.txla"}, dir, kTimeout);
+  INFO("stderr: " << r.err.substr(0, 400));
+  CHECK(r.exitCode == 0);
+  const std::string first = r.err.substr(0, r.err.find('\n'));
+  CHECK(first.size() < 400);
+  CHECK(matchesLine("txlc: warning: …/spec.json: /kk…kk... (300000 bytes): unknown key, ignored", first));
+  fs::remove_all(dir);
+}
+
+// info prints what a manifest says, but never a control byte of it: a
+// string that is not short and printable is shown quoted and escaped.
+TEST_CASE("info shows manifest strings escaped", "[robustness][cli]") {
+  const std::string dir = txl::test::makeTempDir("txlc-info-strings");
+  makeFixtures(dir);
+  writeFile(dir + "/odd.txla", artifactWithManifest(readFile(dir + "/t.txla"), [](nlohmann::json& m) {
+              m["cpu_isa"] = "\x1b[2J" + std::string(1000, 'c');
+            }));
+  auto r = runProcess({kTxlc, "info", dir + "/odd.txla"}, dir, kTimeout);
+  INFO("stderr: " << r.err << "stdout: " << r.out);
+  CHECK(r.exitCode == 0);
+  CHECK(r.out.find('\x1b') == std::string::npos);
+  CHECK(r.out.find("on \"\\x1b[2Jccc") != std::string::npos);
+  CHECK(r.out.find("...\" (1004 bytes)") != std::string::npos);
   fs::remove_all(dir);
 }
 
