@@ -195,10 +195,12 @@ void applyThreads(int threads) {
   static int started = 1;
   std::lock_guard<std::mutex> lock(mutex);
   if (team > started) {
-    if (threads > maxThreads())
-      throw Error("--threads: expected a positive integer at most " + std::to_string(maxThreads()) + " (" +
-                  std::to_string(kMaxThreadsPerCore) + " per core this process may use), got " +
-                  std::to_string(threads));
+    // Without --threads the team is OpenMP's default (OMP_NUM_THREADS): the
+    // same bound holds, and the message names where the count came from.
+    if (team > maxThreads())
+      throw Error(std::string(threads > 0 ? "--threads" : "OMP_NUM_THREADS") + ": expected a positive integer at most " +
+                  std::to_string(maxThreads()) + " (" + std::to_string(kMaxThreadsPerCore) +
+                  " per core this process may use), got " + std::to_string(team));
     struct Gate {
       std::mutex m;
       std::condition_variable cv;

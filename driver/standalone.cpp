@@ -29,6 +29,23 @@ void put64(unsigned char* p, std::uint64_t v) {
 
 }  // namespace
 
+namespace {
+
+// The bytes of a 64-bit little-endian ELF file's image, to the end of its
+// section header table (where a linker ends the file); 0 for anything else.
+std::uint64_t elfImageBytes(int fd) {
+  unsigned char h[64];
+  if (::pread(fd, h, sizeof h, 0) != ssize_t(sizeof h)) return 0;
+  if (std::memcmp(h, "\x7f" "ELF", 4) != 0 || h[4] != 2 || h[5] != 1) return 0;  // ELFCLASS64, little-endian
+  const std::uint64_t shoff = get64(h + 0x28);
+  const std::uint64_t shentsize = std::uint64_t(h[0x3a]) | std::uint64_t(h[0x3b]) << 8;
+  const std::uint64_t shnum = std::uint64_t(h[0x3c]) | std::uint64_t(h[0x3d]) << 8;
+  if (shoff == 0 || shnum == 0 || shoff > (std::uint64_t(1) << 48)) return 0;
+  return shoff + shentsize * shnum;
+}
+
+}  // namespace
+
 std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, const std::string& name) {
   // O_NONBLOCK: a FIFO named as a model must not block here; only a regular file can carry a trailer.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -36,9 +53,22 @@ std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, 
   struct stat st {};
   std::optional<StandaloneTrailer> result;
   unsigned char buf[kStandaloneTrailerBytes];
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && std::uint64_t(st.st_size) >= kStandaloneTrailerBytes &&
-      ::pread(fd, buf, sizeof buf, st.st_size - off_t(sizeof buf)) == ssize_t(sizeof buf) &&
-      std::memcmp(buf + 16, kStandaloneMagic, 8) == 0) {
+  const bool trailer = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                       std::uint64_t(st.st_size) >= kStandaloneTrailerBytes &&
+                       ::pread(fd, buf, sizeof buf, st.st_size - off_t(sizeof buf)) == ssize_t(sizeof buf);
+  if (trailer && std::memcmp(buf + 16, kStandaloneMagic, 8) != 0) {
+    // No magic. An ELF file with bytes after its image carried something:
+    // a damaged standalone executable must not run as plain txlc.
+    const std::uint64_t image = elfImageBytes(fd);
+    ::close(fd);
+    if (image != 0 && image < std::uint64_t(st.st_size))
+      throw Error((name.empty() ? path : name) + ": corrupt standalone trailer: " +
+                  std::to_string(std::uint64_t(st.st_size) - image) +
+                  " bytes follow the executable's ELF image, but its last 8 bytes are not the magic \"TXLCEXE\\0\"; "
+                  "rebuild it with txlc compile --emit exe");
+    return std::nullopt;
+  }
+  if (trailer) {
     StandaloneTrailer t{get64(buf), get64(buf + 8)};
     const std::uint64_t end = std::uint64_t(st.st_size) - kStandaloneTrailerBytes;
     if (t.offset <= end && t.length <= end - t.offset && t.offset + t.length == end) {

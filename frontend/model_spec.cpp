@@ -76,6 +76,9 @@ std::string describeAt(std::string_view text, std::size_t position, const std::s
   }
   std::string tail;
   for (char c : what.substr(at)) tail += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
+  // nlohmann reads a NUL outside a string as the end of the input; say what is there.
+  if (byte < text.size() && text[byte] == '\0' && what.find("unexpected end of input") != std::string::npos)
+    tail = "a NUL byte (U+0000); expected JSON text";
   return "line " + std::to_string(line) + " column " + std::to_string(column) + ": " + tail;
 }
 

@@ -622,6 +622,11 @@ std::vector<Row> rows(const std::string& dir) {
        V{"run", "t.txla", "--tokens", "1", "--" + std::string(5000, 'q')},
        2,
        e + "unknown flag '--qq…qq... (5002 bytes)' for 'run' (run 'txlc run --help')"},
+      {"spec-nul-filled",
+       {{"bad.json", std::string(1000, '\0')}},
+       compileSpec("bad.json"),
+       3,
+       e + "bad.json: line 1 column 1: a NUL byte (U+0000); expected JSON text"},
       {"quote-nul-key",
        {{"bad.json", std::string("{\"n_token\": 97, \"a\0b\": 1, \"a\0b\": 2}", 36)}},
        compileSpec("bad.json"),
@@ -740,6 +745,21 @@ TEST_CASE("info shows manifest strings escaped", "[robustness][cli]") {
   CHECK(r.out.find('\x1b') == std::string::npos);
   CHECK(r.out.find("on \"\\x1b[2Jccc") != std::string::npos);
   CHECK(r.out.find("...\" (1004 bytes)") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Without --threads the team is OMP_NUM_THREADS: the same bound holds, and
+// the message names the variable, not a flag the user did not give.
+TEST_CASE("an OMP_NUM_THREADS beyond the thread bound is refused by its name", "[robustness][cli]") {
+  const std::string dir = txl::test::makeTempDir("txlc-omp-threads");
+  makeFixtures(dir);
+  auto r = runProcess({"/usr/bin/env", "OMP_NUM_THREADS=5000", kTxlc, "run", "t.txla", "--tokens", "1"}, dir, kTimeout);
+  INFO("stderr: " << r.err << "stdout: " << r.out);
+  CHECK(r.exitCode == 3);
+  CHECK(r.out.empty());
+  CHECK(matchesLine("txlc: error: OMP_NUM_THREADS: expected a positive integer at most … (4 per core this process may "
+                    "use), got 5000\n",
+                    r.err));
   fs::remove_all(dir);
 }
 

@@ -236,3 +236,36 @@ TEST_CASE("--emit exe checks its destination first and never writes its librarie
   CHECK_FALSE(hasTemporary(dir));
   fs::remove_all(dir);
 }
+
+// A damaged standalone executable never runs as plain txlc: a trailer whose
+// magic is gone (the ELF image is followed by bytes) or whose offsets do not
+// fit is one error line when it starts.
+TEST_CASE("a standalone executable with a damaged trailer is refused", "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-trailer");
+  auto r = runProcess({kTxlc, "compile", kSource + "/models/kjv-char", "--emit", "exe", "-o", "kjv"}, dir, kTimeout);
+  REQUIRE(r.exitCode == 0);
+  const auto size = fs::file_size(dir + "/kjv");
+  auto damaged = [&](std::uintmax_t fromEnd) {
+    fs::copy_file(dir + "/kjv", dir + "/bad", fs::copy_options::overwrite_existing);
+    std::fstream f(dir + "/bad", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(std::streamoff(size - fromEnd));
+    char c = 0;
+    f.get(c);
+    f.seekp(std::streamoff(size - fromEnd));
+    f.put(char(c ^ 0x5a));
+    f.close();
+    return runProcess({dir + "/bad", "info"}, dir, kTimeout);
+  };
+  r = damaged(3);  // in the magic
+  CHECK(r.exitCode == 3);
+  CHECK(r.out.empty());
+  CHECK(oneLine(r).find("bad: corrupt standalone trailer: ") != std::string::npos);
+  CHECK(oneLine(r).find(" bytes follow the executable's ELF image, but its last 8 bytes are not the magic") !=
+        std::string::npos);
+  r = damaged(20);  // in the offset
+  CHECK(r.exitCode == 3);
+  CHECK(oneLine(r).find("does not end at byte " + std::to_string(size - 24) + " of the executable") != std::string::npos);
+  r = runProcess({dir + "/kjv", "info"}, dir, kTimeout);  // the intact one
+  CHECK(r.exitCode == 0);
+  fs::remove_all(dir);
+}
