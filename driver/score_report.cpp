@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <cstdio>
 
 #include "driver/text_source.h"
@@ -58,7 +59,8 @@ ScoreInput scoreInputFromText(const Model& m, std::string_view text, const std::
   return in;
 }
 
-ScoreInput scoreInputFromFile(const Model& m, const std::string& path, bool ids) {
+namespace {
+ScoreInput readScoreInput(const Model& m, const std::string& path, bool ids) {
   if (!ids) return scoreInputFromText(m, readTextFile(path), path);
   ScoreInput in;
   in.source = path;
@@ -68,6 +70,16 @@ ScoreInput scoreInputFromFile(const Model& m, const std::string& path, bool ids)
   if (m.vocabulary && m.vocabulary->unkId() >= 0)
     in.unknown = std::count(in.ids.begin(), in.ids.end(), m.vocabulary->unkId());
   return in;
+}
+}  // namespace
+
+ScoreInput scoreInputFromFile(const Model& m, const std::string& path, bool ids) {
+  try {
+    return readScoreInput(m, path, ids);
+  } catch (const std::bad_alloc&) {
+    // Under a memory limit the text and its token ids (8 bytes each) are what grew.
+    throw Error(path + ": out of memory reading it and its token ids (8 bytes per token)");
+  }
 }
 
 double unknownFraction(const ScoreInput& in) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "frontend/atomic_file.h"
 #include "ir/check.h"
@@ -40,15 +41,21 @@ std::string readLimitMessage(const std::string& path, std::uint64_t limit, const
 std::string readAll(int fd, const std::string& path, std::uint64_t limit, const std::string& what,
                     std::uint64_t sizeHint) {
   std::string out;
-  out.reserve(std::size_t(std::min<std::uint64_t>(sizeHint, limit)));
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(oneLine(path) + ": cannot read: " + std::strerror(errno));
-    if (n == 0) return out;
-    if (out.size() + std::size_t(n) > limit) throw Error(readLimitMessage(path, limit, what));
-    out.append(buf, std::size_t(n));
+  try {
+    out.reserve(std::size_t(std::min<std::uint64_t>(sizeHint, limit)));
+    char buf[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(oneLine(path) + ": cannot read: " + std::strerror(errno));
+      if (n == 0) return out;
+      if (out.size() + std::size_t(n) > limit) throw Error(readLimitMessage(path, limit, what));
+      out.append(buf, std::size_t(n));
+    }
+  } catch (const std::bad_alloc&) {
+    // Under a memory limit (ulimit -v, a cgroup) the file is named.
+    throw Error(oneLine(path) + ": out of memory reading " + what + " (" +
+                std::to_string(std::max<std::uint64_t>(sizeHint, out.size())) + " bytes)");
   }
 }
 

@@ -167,6 +167,25 @@ TEST_CASE("an endless standard input under a memory limit ends with one line", "
   fs::remove_all(dir);
 }
 
+// A text within the size limit but beyond the memory the process may take:
+// the line names the file (it said only "out of memory").
+TEST_CASE("a text larger than the memory limit names its file", "[robustness][hostile]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("RLIMIT_AS and ASan's shadow memory do not mix: skipped under ASan");
+  return;
+#endif
+  const std::string dir = txl::test::makeTempDir("txlc-rlimit-text");
+  const std::string model = kSource + "/models/kjv-char";
+  { std::ofstream(dir + "/big.txt") << std::string(30 << 20, 'a'); }  // 30 MiB: 240 MiB of token ids
+  auto r = runProcess({"/bin/sh", "-c", "ulimit -v 150000; exec '" + kTxlc + "' score '" + model + "' big.txt"}, dir,
+                      kTimeout);
+  CHECK_FALSE(r.timedOut);
+  CHECK(r.exitCode == 3);
+  CHECK(r.out.empty());
+  CHECK(oneLine(r) == "txlc: error: big.txt: out of memory reading it and its token ids (8 bytes per token)");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("SIGTERM while an output is written leaves no temporary", "[robustness][hostile]") {
   const std::string dir = txl::test::makeTempDir("txlc-sigterm");
   // About 200 MB of random weights: writing and syncing them takes a while.
