@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <new>
 #include <cstdio>
+#include <new>
 
 #include "driver/text_source.h"
 #include "ir/check.h"

@@ -27,10 +27,6 @@ void put64(unsigned char* p, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>((v >> (8 * i)) & 0xff);
 }
 
-}  // namespace
-
-namespace {
-
 // The bytes of a 64-bit little-endian ELF file's image, to the end of its
 // section header table (where a linker ends the file); 0 for anything else.
 std::uint64_t elfImageBytes(int fd) {

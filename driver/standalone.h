@@ -30,7 +30,8 @@ struct StandaloneTrailer {
 // The trailer of `path`, if it has a valid one (nullopt otherwise, also for
 // unreadable files).
 // nullopt without the magic; a txl::Error naming `name` (default: path)
-// when the magic is there but the offsets do not fit the file.
+// when the magic is there but the offsets do not fit the file, or when the
+// magic is missing from an ELF file that has bytes after its image.
 std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, const std::string& name = "");
 
 // Copies the txlc executable `txlc` (default: the running one; only its own
