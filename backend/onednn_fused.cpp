@@ -197,6 +197,7 @@ void Lowering::lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const 
   const bool bias = attrs.getBool("bias"), residual = attrs.getBool("residual"), relu = attrs.getBool("relu");
   const View& x = ops[0];
   const View& w = ops[1];
+  if (w.quantized) return lowerInt8Linear(n, ops, out);
   const bool constW = packsWeight(w);
   auto pd = fusedLinearPd(plan_.engine, x.type, w.type, bias, residual, relu, constW, out.type.dtype);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(x, pd.src_desc())}, {DNNL_ARG_DST, mem(out, pd.dst_desc())}};

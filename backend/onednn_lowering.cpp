@@ -170,6 +170,7 @@ void Lowering::copy(ir::Node n, const View& src, const memory::desc& srcMd, std:
 void Lowering::lowerLinear(ir::Node n, const std::vector<View>& ops, const View& out) {
   const View& x = ops[0];
   const View& w = ops[1];
+  if (w.quantized) return lowerInt8Linear(n, ops, out);
   const bool constW = packsWeight(w);
   auto pd = linearPd(plan_.engine, x.type, w.type, ops.size() == 3, constW, out.type.dtype);
   memory::desc plainMd = linearPlainWeightsMd(storedWeightType(w));
@@ -565,6 +566,9 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
                       ? denseMd(ops[0].type)
                       : memory::desc(ops[0].type.shape, dnnlType(ops[0].type.dtype), viewStrides(ops[0])),
                   0, out, denseMd(out.type), 0);
+    case ir::OpKind::Quantize:
+      if (aliased || out.type.numel() == 0) return;  // quantized as its linears pack it (onednn_placement.cpp)
+      return lowerQuantize(n, ops[0], out);
     case ir::OpKind::Linear:
       return lowerLinear(n, ops, out);
     case ir::OpKind::MatMul:

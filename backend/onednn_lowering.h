@@ -81,6 +81,12 @@ class Lowering {
   const std::uint32_t* positionPairs(const View& rt, kernels::RelAttentionArgs& a);
   void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
   void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
+  // A linear or fused_linear over a quantized weight (View::quantized):
+  // txl:int8_linear on the model's int8 rows of it (onednn_int8.cpp).
+  void lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const View& out);
+  std::shared_ptr<const kernels::Int8Rows> int8Weights(const View& w);  // onednn_int8.cpp
+  // A quantize whose value some other op reads: computed every run (onednn_int8.cpp).
+  void lowerQuantize(ir::Node n, const View& w, const View& out);
 
  public:
   static dnnl::memory::desc denseMd(const ir::TensorType& t);

@@ -125,6 +125,15 @@ static bool convertedWhenPacked(const ir::Graph& g, ir::Node n, const Plan& plan
   });
 }
 
+// A quantize of a dense user or folded weight whose every reader is a
+// linear or fused_linear reading it as its weight: those quantize it once as
+// they pack it (Lowering::int8Weights), so its f32 values never exist
+// (int8-matmuls' weights).
+static bool quantizedWhenPacked(const ir::Graph& g, ir::Node n, const Plan& plan, const View& x) {
+  return plan.buffers[x.buffer].kind == BufferKind::Weight && !x.storedAs && !x.quantized &&
+         x.type.dtype == ir::DType::F32 && convertedWhenPacked(g, n, plan, x);
+}
+
 std::string nodeName(const ir::Graph& g, ir::Node n) {
   std::string s = std::string(ir::opInfo(g.kind(n)).name) + " (node " + std::to_string(g.op(n).id);
   if (g.op(n).type) s += ", " + g.op(n).type->str();
@@ -178,6 +187,16 @@ Placement placeValues(const ir::Graph& g, const std::vector<ir::Node>& order, co
           p.view = xv;
           p.view.type = *op.type;
           if (xv.type.dtype != op.type->dtype) p.view.storedAs = xv.storedAs.value_or(xv.type.dtype);
+          p.root = placement.at(g.operand(n, 0)).root;
+          p.aliased = true;
+        } else {
+          newArena(p, n, *op.type, t);
+        }
+        break;
+      case ir::OpKind::Quantize:
+        if (quantizedWhenPacked(g, n, plan, placement.at(g.operand(n, 0)).view)) {  // no value of its own
+          p.view = placement.at(g.operand(n, 0)).view;
+          p.view.quantized = true;
           p.root = placement.at(g.operand(n, 0)).root;
           p.aliased = true;
         } else {

@@ -59,6 +59,10 @@ struct View {
   // read): the bytes are still in this dtype, `type` is what the readers
   // see; they convert it as they pack it (Lowering::constantWeights).
   std::optional<ir::DType> storedAs = {};
+  // Set on a quantized constant (a quantize of a dense f32 constant that only
+  // linear weights read): the bytes are the f32 weight; its readers quantize
+  // it into int8 rows as they pack it (Lowering::int8Weights).
+  bool quantized = false;
 };
 
 struct Step {

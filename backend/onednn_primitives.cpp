@@ -157,8 +157,10 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::RelAttention:
     case ir::OpKind::LogprobPick:
     case ir::OpKind::Convert:  // a reorder, or nothing (converted as its matmuls pack it)
+    case ir::OpKind::Quantize:  // an own kernel, or nothing (quantized as its linears pack it)
       return std::nullopt;
     case ir::OpKind::FusedLinear:
+      if (g.kind(g.operand(n, 1)) == ir::OpKind::Quantize) return std::nullopt;  // txl:int8_linear
       return fusedLinearPd(eng, operandType(0), operandType(1), op.attrs.getBool("bias"), op.attrs.getBool("residual"),
                            op.attrs.getBool("relu"), true, op.type->dtype);
     case ir::OpKind::Add:
@@ -168,6 +170,7 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::Relu:
       return std::nullopt;  // element-wise: jit:uni / jit:avx512_core, no ref concern
     case ir::OpKind::Linear:
+      if (g.kind(g.operand(n, 1)) == ir::OpKind::Quantize) return std::nullopt;  // txl:int8_linear
       return linearPd(eng, operandType(0), operandType(1), g.numOperands(n) == 3, true, op.type->dtype);
     case ir::OpKind::MatMul: {
       bool ta = op.attrs.getBool("transpose_a"), tb = op.attrs.getBool("transpose_b");

@@ -71,6 +71,30 @@ std::shared_ptr<const PackedWeight> PackedWeights::get(const void* plain, const 
   return packed;
 }
 
+std::shared_ptr<const kernels::Int8Rows> PackedWeights::getInt8(const float* plain, std::int64_t n, std::int64_t k,
+                                                                int threads, const Source* source) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(int8Entries_, [](const Int8Entry& e) { return e.rows.expired(); });
+  for (const Int8Entry& e : int8Entries_)
+    if (e.plain == plain && e.n == n && e.k == k)
+      if (auto p = e.rows.lock()) return p;
+  auto rows = std::make_shared<kernels::Int8Rows>(kernels::allocateInt8Rows(n, k));
+  const bool drop = source && source->tensor && dropPlainPages_ && source->tensor->fileBacked();
+  const std::size_t rowBytes = std::size_t(k) * sizeof(float);
+  constexpr std::size_t kChunkBytes = std::size_t(16) << 20;
+  const std::int64_t step = std::max<std::int64_t>(1, std::int64_t(kChunkBytes / std::max<std::size_t>(rowBytes, 1)));
+  for (std::int64_t r = 0; r < n; r += step) {
+    const std::int64_t count = std::min(step, n - r);
+    kernels::quantizeInt8Rows(plain, r, count, *rows, threads);
+    if (!drop) continue;
+    const std::size_t first = source->offset + std::size_t(r) * rowBytes, bytes = std::size_t(count) * rowBytes;
+    const char* begin = static_cast<const char*>(source->tensor->raw()) + first;
+    if (!readPlain(begin, begin + bytes)) source->tensor->dropResidentPages(first, bytes);
+  }
+  int8Entries_.push_back({plain, n, k, rows});
+  return rows;
+}
+
 // A large linear weight (plain `ba` [K, N]: column n is row n of the
 // user's [N, K] weight, contiguous) is packed a slice of columns at a time,
 // at the packed layout's block boundaries, and when it comes from a file
@@ -162,6 +186,8 @@ std::size_t PackedWeights::bytes() const {
   std::size_t total = 0;
   for (const Entry& e : entries_)
     if (!e.packed.expired()) total += e.bytes;
+  for (const Int8Entry& e : int8Entries_)
+    if (auto p = e.rows.lock()) total += p->size();
   return total;
 }
 

@@ -37,6 +37,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/int8_linear.h"
 #include "ir/tensor.h"
 
 namespace txl::backend::onednn {
@@ -83,6 +84,13 @@ class PackedWeights {
                                           const dnnl::memory::desc& packedMd, const dnnl::engine& engine,
                                           bool* made = nullptr, const Source* source = nullptr);
 
+  // The f32 linear weight [n, k] at `plain` as int8 rows (backend/int8_linear.h):
+  // the copy some live plan already holds, or one quantized now on at most
+  // `threads` threads. With a file-backed `source`, the plain pages are
+  // dropped slice by slice as they are quantized, as get() does.
+  std::shared_ptr<const kernels::Int8Rows> getInt8(const float* plain, std::int64_t n, std::int64_t k, int threads,
+                                                   const Source* source = nullptr);
+
   // A plan (alive while `reader` is) reads bytes [data, data + bytes) of a
   // weight in place; `weight` (optional) is the user's tensor they belong to.
   // Once no live plan reads them, a file-backed weight's bytes are dropped
@@ -106,6 +114,11 @@ class PackedWeights {
     std::weak_ptr<const PackedWeight> packed;
     std::size_t bytes;
   };
+  struct Int8Entry {
+    const void* plain;
+    std::int64_t n, k;
+    std::weak_ptr<const kernels::Int8Rows> rows;
+  };
   struct Range {
     const void* begin;
     const void* end;
@@ -123,6 +136,7 @@ class PackedWeights {
   const bool dropPlainPages_;
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
+  std::vector<Int8Entry> int8Entries_;
   std::vector<Range> plainReads_;
   std::vector<PackedRange> packed_;
 };

@@ -15,6 +15,7 @@
 #include "backend/reference_fused_kernels.h"
 #include "backend/reference_kernels.h"
 #include "ir/check.h"
+#include "ir/int8.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 
@@ -130,6 +131,8 @@ class ReferencePlan final : public CompiledGraph {
         return ref::embedding(x[0], x[1], a.getInt("lo"));
       case OpKind::Convert:
         return ref::convert(x[0], *ir::parseDType(a.getString("dtype")));
+      case OpKind::Quantize:
+        return ir::int8RoundTrip(x[0]);
       case OpKind::Linear:
         return ref::linear(x[0], x[1], x.size() == 3 ? &x[2] : nullptr, resultDType(op));
       case OpKind::MatMul:

@@ -89,18 +89,33 @@ std::size_t processPeakRss() {
 // at its stored precision. At bf16 the matrices (every one a linear layer's
 // weight) are read as bf16 packs, the cached keys and values are bf16 rows,
 // and the attention reads the position table as bf16 pairs when d_head is
-// even (docs/PRECISION.md): 2 bytes an element.
+// even (docs/PRECISION.md): 2 bytes an element. At int8 the matrices are int8
+// rows with an f32 scale each (1 byte an element, 4 a row), the keys, values
+// and position table as at bf16.
 double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, std::int64_t batch,
-                        std::int64_t mlen, bool output, bool bf16) {
+                        std::int64_t mlen, bool output, Precision precision) {
   const double hd = double(spec.n_head * spec.d_head);
+  const bool bf16 = bf16State(precision);
   const double state = bf16 ? 2.0 : 4.0, table = bf16 && spec.d_head % 2 == 0 ? 2.0 : 4.0;
+  auto storedBytes = [&](const ir::Tensor& t) {
+    if (t.type().rank() != 2) return double(t.bytes());
+    switch (precision) {
+      case Precision::BF16:
+        return double(t.bytes()) / 2;
+      case Precision::Int8:
+        return double(t.numel()) + 4.0 * double(t.shape()[0]);
+      case Precision::F32:
+        break;
+    }
+    return double(t.bytes());
+  };
   std::set<const void*> seen;
   double bytes = 0;
   for (const auto& [name, t] : weights) {
     if (!seen.insert(t.raw()).second) continue;
     const bool layer = name.rfind("layers.", 0) == 0, crit = name.rfind("crit.", 0) == 0;
     if (name.find("r_net.weight") != std::string::npos) continue;
-    const double stored = bf16 && t.type().rank() == 2 ? double(t.bytes()) / 2 : double(t.bytes());
+    const double stored = storedBytes(t);
     if (layer || name == "r_w_bias" || name == "r_r_bias" || (crit && output)) bytes += stored;
   }
   const double klen = double(mlen + 1);
@@ -323,7 +338,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   if (r.probe.ok && peak.gflops > 0) r.efficiency = r.usefulGflops / peak.gflops;
   if (r.qlen == 1) {
     r.memoryFloorBytes =
-        memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll, settings.precision == Precision::BF16);
+        memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll, settings.precision);
     if (r.probe.ok && r.probe.readBandwidthGbs > 0) {
       r.memoryFloorMs = r.memoryFloorBytes / (r.probe.readBandwidthGbs * 1e9) * 1e3;
       r.floorRatio = r.latency.median / r.memoryFloorMs;

@@ -28,7 +28,9 @@ struct MatmulFigure {
 struct ProbeResult {
   bool ok = false;
   MatmulFigure f32, bf16;
-  // The peak a model running its linears at `precision` (driver/precision.h name) is measured against.
+  // The peak a model running its linears at `precision` (driver/precision.h
+  // name) is measured against. int8's linears widen their int8 weights and
+  // multiply in f32 (backend/int8_linear.h): the f32 rate is their ceiling.
   const MatmulFigure& peakFor(const std::string& precision) const { return precision == "bf16" ? bf16 : f32; }
   double readBandwidthGbs = 0;
   bool cached = false;  // read from the cache file rather than measured now

@@ -134,7 +134,7 @@ void checkSetting(const frontend::ModelSpec& spec, const Setting& s) {
     throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
   isOnednn(s.backend);
   checkPrecisionSupported(s.precision, s.backend, "--precision");
-  TXL_CHECK(s.pipeline.bf16 == (s.precision == Precision::BF16),
+  TXL_CHECK(s.pipeline.precisionPasses == precisionPasses(s.precision),
             "the setting's pipeline does not follow its precision (driver::applyPrecision)");
   passes::selectedPasses(s.pipeline);  // validates the names now, not at the first segment
 }
@@ -268,8 +268,8 @@ std::vector<ir::MemorySlot> memorySlots(const frontend::ModelSpec& spec, const S
   // which window-memory replaces: after it, the slots stay hidden states.
   const bool kv = cache >= 0 && (window < 0 || cache < window);
   const bool windowed = window >= 0;
-  // bf16-state keeps every window in bf16 at --precision bf16.
-  const ir::DType dtype = windowed && s.precision == Precision::BF16 ? ir::DType::BF16 : ir::DType::F32;
+  // bf16-state keeps every window in bf16 at --precision bf16 and int8.
+  const ir::DType dtype = windowed && bf16State(s.precision) ? ir::DType::BF16 : ir::DType::F32;
   if (kv)
     for (std::int64_t l = 0; l < spec.n_layer; ++l)
       slots.push_back({l, {s.batch, 2 * spec.n_head * spec.d_head}, windowed, dtype});

@@ -26,6 +26,12 @@ constexpr double kBf16Roundoff = 1.0 / 256;
 // The conformance bounds at --precision bf16 (docs/PRECISION.md, "Tolerances").
 constexpr double kBf16RelL2Bound = 8 * kBf16Roundoff;
 constexpr double kBf16ElementBound = 128 * kBf16Roundoff;
+// int8's quantization step: a weight row's values are multiples of its
+// max |w| / 127, each within half a step of the exact one.
+constexpr double kInt8Step = 1.0 / 127;
+// The conformance bounds at --precision int8 (docs/PRECISION.md, "Tolerances").
+constexpr double kInt8RelL2Bound = 8 * kInt8Step;
+constexpr double kInt8ElementBound = 128 * kInt8Step;
 
 TensorComparison compare(const std::string& name, const ir::Tensor& got, const ir::Tensor& want, double atol,
                          double rtol, double relL2Bound) {
@@ -111,12 +117,15 @@ void run(const std::string& dir, const Setting& base, CaseResult& result) {
   result.atol = f.number("/tolerance/atol");
   result.rtol = f.number("/tolerance/rtol");
   result.relL2 = f.number("/tolerance/rel_l2");
-  if (base.precision == Precision::BF16) {
+  if (base.precision != Precision::F32) {
     // The case's tolerance is f32's; bf16 operands carry a relative rounding
-    // error of up to u = 2^-8 each (docs/PRECISION.md derives these bounds).
-    result.atol = std::max(result.atol, kBf16ElementBound);
-    result.rtol = std::max(result.rtol, kBf16ElementBound);
-    result.relL2 = std::max(result.relL2, kBf16RelL2Bound);
+    // error of up to u = 2^-8 each, int8 weights one of up to half a step of
+    // their row's max / 127 (docs/PRECISION.md derives these bounds).
+    const bool int8 = base.precision == Precision::Int8;
+    const double element = int8 ? kInt8ElementBound : kBf16ElementBound;
+    result.atol = std::max(result.atol, element);
+    result.rtol = std::max(result.rtol, element);
+    result.relL2 = std::max(result.relL2, int8 ? kInt8RelL2Bound : kBf16RelL2Bound);
   }
 
   // The case states its convention; the config's key style does not decide it.

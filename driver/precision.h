@@ -3,27 +3,35 @@
 // f32 runs every op in f32. bf16 runs the matmuls of every linear layer with
 // bf16 operands and f32 accumulation and results (the pass bf16-matmuls
 // inserts the conversions; the oneDNN backend converts each weight once, as
-// it packs it); everything else, and everything a caller reads, stays f32.
-// int8 is named so that asking for it gets a clear refusal: it is not
-// implemented.
+// it packs it). int8 stores the weights of every linear layer as int8 rows
+// with a scale per output channel (the pass int8-matmuls; the oneDNN backend
+// quantizes each weight once, as it packs it) and multiplies them with f32
+// activations. Both keep the recurrent state (keys and values) in bf16
+// (bf16-state); everything else, and everything a caller reads, stays f32.
 //
 //   Precision p = parsePrecision("bf16", "--precision");
 //   checkPrecisionSupported(p, "onednn", "--precision");  // refuses bf16 without AVX512-BF16
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace txl::driver {
 
-enum class Precision { F32, BF16 };
+enum class Precision { F32, BF16, Int8 };
 
-std::string precisionName(Precision p);  // "f32", "bf16"
-// "f32" or "bf16"; anything else (int8 included, which is not implemented)
-// is a txl::Error of one line starting with `what`.
+std::string precisionName(Precision p);  // "f32", "bf16", "int8"
+// "f32", "bf16" or "int8"; anything else is a txl::Error of one line starting with `what`.
 Precision parsePrecision(const std::string& name, const std::string& what);
+// The passes the precision appends to the pipeline (passes::PipelineOptions::precisionPasses).
+std::vector<std::string> precisionPasses(Precision p);
+// Whether the precision keeps the recurrent state in bf16 (bf16-state runs).
+bool bf16State(Precision p);
 // Why `name` cannot be the precision of a run on `backend` on this machine
-// (not a precision; int8; bf16 on the oneDNN backend of a CPU whose oneDNN
-// ISA lacks AVX512-BF16), or empty when it can.
+// (not a precision; bf16 on the oneDNN backend of a CPU whose oneDNN ISA
+// lacks AVX512-BF16), or empty when it can. int8 runs everywhere: its own
+// kernel has a portable form, and its bf16 state is widened in software
+// where the CPU lacks AVX512-BF16.
 std::string precisionProblem(const std::string& name, const std::string& backend);
 // txl::Error (`what`: message) when precisionProblem() names one.
 void checkPrecisionSupported(Precision p, const std::string& backend, const std::string& what);

@@ -15,7 +15,7 @@ std::string memoryForm(const Setting& s) {
 
 void applyPrecision(Setting& s, Precision p) {
   s.precision = p;
-  s.pipeline.bf16 = p == Precision::BF16;
+  s.pipeline.precisionPasses = precisionPasses(p);
 }
 
 void selectPipeline(Setting& s, const SettingChoice& c) {

@@ -41,7 +41,7 @@ struct Setting {
   int threads = 0;                   // OpenMP threads (0: leave OpenMP's default)
   std::string backend = "onednn";    // the executor: "onednn" or "reference"
   // The matmuls' precision (driver/precision.h); an artifact's own. It sets
-  // pipeline.bf16 (applyPrecision), which appends the bf16-matmuls and bf16-state passes.
+  // pipeline.precisionPasses (applyPrecision): the passes it appends.
   Precision precision = Precision::F32;
   passes::PipelineOptions pipeline;  // the passes (default pipeline unless set) and their diagnostics
 };
@@ -58,10 +58,10 @@ struct SettingChoice {
   std::optional<std::string> passes;   // "a,b,c" or "none"
   std::vector<std::string> disabled;   // passes removed from the pipeline
   std::optional<std::string> memory;   // "kv" (the default pipeline's) or "hidden"
-  std::optional<std::string> precision;  // "f32" or "bf16"
+  std::optional<std::string> precision;  // "f32", "bf16" or "int8"
 };
 
-// Sets s.precision and what follows from it in the pipeline (pipeline.bf16).
+// Sets s.precision and what follows from it in the pipeline (pipeline.precisionPasses).
 void applyPrecision(Setting& s, Precision p);
 
 // Sets the backend and the pass selection of `s` from `c` (passes, disabled,

@@ -398,6 +398,10 @@ Inferred inferType(OpKind kind, const std::vector<TensorType>& ops, const Attrs&
       if (ops[0].dtype == DType::I64) return fail("expected a floating-point operand, got " + ops[0].str());
       return ok({*d, ops[0].shape});
     }
+    case OpKind::Quantize:
+      if (ops[0].dtype != DType::F32 || ops[0].rank() != 2)
+        return fail("expected an f32 matrix [rows, n], got " + ops[0].str());
+      return ok(ops[0]);
     case OpKind::Linear:
       return linear(ops, attrs);
     case OpKind::MatMul:

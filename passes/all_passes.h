@@ -14,4 +14,5 @@
 #include "passes/fuse_rel_shift.h"
 #include "passes/bf16_matmuls.h"
 #include "passes/bf16_state.h"
+#include "passes/int8_matmuls.h"
 #include "passes/pretranspose_constants.h"

@@ -14,12 +14,15 @@
 // (reshape, or a slice along axis 0): folding it would copy the weight, and
 // executors read such views in place; nor a convert of such a view (the
 // bf16 weights of passes/bf16_matmuls.cpp), which the executor converts as it
-// packs the weight.
+// packs the weight; nor a quantize (passes/int8_matmuls.cpp), which the
+// executor quantizes as it packs its operand - a computed operand of a
+// quantize is in the frontier instead, folded to an f32 weight it quantizes.
 //
 // Algorithm:
 //   1. Mark the constant nodes in topological order.
-//   2. The frontier: constant nodes with a non-constant user (or a sink),
-//      minus bare weights and views of one weight.
+//   2. The frontier: constant nodes with a non-constant user (or a sink) or
+//      a quantize user, minus bare weights, views of one weight, converts of
+//      such views and quantizes.
 //   3. Print each frontier node's cone as a graph: that text is its key.
 //      Have the evaluator compute the keys it does not know yet, together, in
 //      one graph.
@@ -99,9 +102,10 @@ ir::PassResult FoldConstants::run(ir::Graph& g, ir::PassContext& ctx) {
     if (isConstant(g, n)) constant.insert(n);
   std::vector<Node> frontier;
   for (Node n : order) {
-    if (!constant.count(n) || isWeightView(g, n) || isConvertedWeightView(g, n)) continue;
+    if (!constant.count(n) || isWeightView(g, n) || isConvertedWeightView(g, n) || g.kind(n) == OpKind::Quantize)
+      continue;
     bool feedsRuntime = false;
-    for (Node u : g.users(n)) feedsRuntime |= !constant.count(u);
+    for (Node u : g.users(n)) feedsRuntime |= !constant.count(u) || g.kind(u) == OpKind::Quantize;
     if (feedsRuntime) frontier.push_back(n);
   }
   if (frontier.empty()) return ir::PassResult::unchanged();

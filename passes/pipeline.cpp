@@ -1,6 +1,7 @@
 // passes/pipeline.cpp - the default pipeline, as a commented list.
 #include "passes/pipeline.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/check.h"
@@ -57,7 +58,9 @@ const std::vector<std::string>& defaultPipeline() {
   return pipeline;
 }
 
-bool isPrecisionPass(const std::string& name) { return name == "bf16-matmuls" || name == "bf16-state"; }
+bool isPrecisionPass(const std::string& name) {
+  return name == "bf16-matmuls" || name == "int8-matmuls" || name == "bf16-state";
+}
 
 std::vector<std::string> parsePassList(const std::string& text) {
   std::vector<std::string> names;
@@ -67,7 +70,9 @@ std::vector<std::string> parsePassList(const std::string& text) {
   while (std::getline(in, name, ',')) {
     if (name.empty()) throw Error("--passes: empty pass name in '" + clip(text) + "'");
     createPass(name);  // validates
-    if (isPrecisionPass(name)) throw Error("--passes: " + name + " is not chosen by name; --precision bf16 runs it");
+    if (isPrecisionPass(name))
+      throw Error("--passes: " + name + " is not chosen by name; --precision " +
+                  (name == "int8-matmuls" ? "int8" : "bf16") + " runs it");
     names.push_back(name);
   }
   if (names.empty()) throw Error("--passes: expected a comma-separated list of passes or 'none'");
@@ -79,12 +84,13 @@ std::vector<std::string> selectedPasses(const PipelineOptions& options) {
   std::vector<std::string> out;
   for (const auto& name : options.passes ? *options.passes : defaultPipeline())
     if (!options.disabled.count(name) && !isPrecisionPass(name)) out.push_back(name);
-  if (options.bf16) out.insert(out.end(), {"bf16-matmuls", "bf16-state"});
+  out.insert(out.end(), options.precisionPasses.begin(), options.precisionPasses.end());
   return out;
 }
 
 std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const PipelineOptions& options, ir::PassContext& ctx) {
-  ctx.stateDType = options.bf16 ? ir::DType::BF16 : ir::DType::F32;
+  const auto& p = options.precisionPasses;
+  ctx.stateDType = std::find(p.begin(), p.end(), "bf16-state") != p.end() ? ir::DType::BF16 : ir::DType::F32;
   ir::PassManager pm(options.manager);
   for (const auto& name : selectedPasses(options)) pm.add(createPass(name));
   // A graph built to be compiled ends folded, whatever the pipeline: the

@@ -18,20 +18,21 @@ struct PipelineOptions {
   std::optional<std::vector<std::string>> passes;  // empty optional: the default pipeline
   std::set<std::string> disabled;
   ir::PassManagerOptions manager;
-  // The run's precision is bf16 (driver/precision.h): bf16-matmuls and then
-  // bf16-state run last, whatever the pass list (they are not pass choices;
-  // --disable-pass does not remove them).
-  bool bf16 = false;
+  // The passes the run's precision appends (driver/precision.h): none for
+  // f32, bf16-matmuls then bf16-state for bf16, int8-matmuls then bf16-state
+  // for int8. They run last, whatever the pass list (they are not pass
+  // choices; --disable-pass does not remove them).
+  std::vector<std::string> precisionPasses;
 };
 
-// Whether `name` is a pass that --precision runs (bf16-matmuls, bf16-state), never chosen by name.
+// Whether `name` is a pass that --precision runs (bf16-matmuls, int8-matmuls, bf16-state), never chosen by name.
 bool isPrecisionPass(const std::string& name);
 
 // "a,b,c" or "none" -> pass names; validates every name (txl::Error otherwise).
 std::vector<std::string> parsePassList(const std::string& text);
 
-// The pass names a PipelineOptions selects, after --disable-pass, then
-// bf16-matmuls and bf16-state when bf16 is set (once, at the end).
+// The pass names a PipelineOptions selects, after --disable-pass, then the
+// precision's passes (once, at the end).
 std::vector<std::string> selectedPasses(const PipelineOptions& options);
 
 // Runs the selected pipeline on `g`, then, when ctx.constants is set,

@@ -109,7 +109,7 @@ class Model:
         passes: str | Sequence[str] | None = ...,
         disable_pass: str | Sequence[str] | None = ...,
         memory: Literal["kv", "hidden"] | None = ...,
-        precision: Literal["f32", "bf16"] | None = ...,
+        precision: Literal["f32", "bf16", "int8"] | None = ...,
     ) -> Session: ...
     def score(
         self,

@@ -60,15 +60,17 @@ void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
                  "the reference)")
       ->check(oneOf({"kv", "hidden"}, "'kv' or 'hidden'"));
   cmd.add_option("--precision", precision,
-                 "matmul precision: f32 (the default; an artifact's own) or bf16 (bf16 weights and inputs, f32 "
-                 "accumulation; needs AVX512-BF16 on the onednn backend; docs/PRECISION.md)")
+                 "matmul precision: f32 (the default; an artifact's own), bf16 (bf16 weights and inputs, f32 "
+                 "accumulation; needs AVX512-BF16 on the onednn backend) or int8 (int8 weights with a scale per "
+                 "output channel, f32 inputs and accumulation); bf16 and int8 keep keys and values in bf16 "
+                 "(docs/PRECISION.md)")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
             // The backend flag is parsed in command-line order, so the CPU check waits for checkSetting
             // when --backend comes later; here: the name, and the CPU for the default backend.
             return driver::precisionProblem(s, "reference");
           },
-          "f32|bf16"));
+          "f32|bf16|int8"));
 }
 
 SettingChoice PipelineFlags::choice() const {

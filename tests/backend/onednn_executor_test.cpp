@@ -223,6 +223,36 @@ TEST_CASE("onednn: linear with and without bias, odd sizes, runtime weights", "[
     if (s.op == "linear") CHECK(s.impl.rfind("ref", 0) != 0);
 }
 
+TEST_CASE("onednn: linears over quantized weights run txl:int8_linear, epilogues included", "[onednn]") {
+  ir::Graph g;
+  Node x = g.addInput("x", f32({4, 3, 37}));
+  Node w = g.add(OpKind::Quantize, {g.addWeight("w", f32({21, 37}))});
+  const ir::Attrs toF32{{"out_dtype", std::string("f32")}};
+  g.addOutput("y", g.add(OpKind::Linear, {x, w, g.addWeight("b", f32({21}))}, toF32));
+  g.addOutput("z", g.add(OpKind::Linear, {g.addInput("v", f32({37})), w}, toF32));  // one row
+  Node w2 = g.add(OpKind::Quantize, {g.addWeight("w2", f32({37, 37}))});
+  g.addOutput("f", g.add(OpKind::FusedLinear, {x, w2, g.addWeight("b2", f32({37})), x},
+                         {{"bias", true}, {"relu", true}, {"residual", true}, {"out_dtype", std::string("f32")}}));
+  auto plan = compareWithReference(g);
+  int int8 = 0;
+  for (const auto& s : stepsOf(*plan)) {
+    CHECK(s.op != "quantize");  // quantized as the linears pack their weights
+    int8 += s.impl == "txl:int8_linear";
+  }
+  CHECK(int8 == 3);
+}
+
+TEST_CASE("onednn: a quantize another op reads is computed, and its linear multiplies its f32 values", "[onednn]") {
+  ir::Graph g;
+  Node q = g.add(OpKind::Quantize, {g.addWeight("w", f32({9, 20}))});
+  g.addOutput("q", q);
+  g.addOutput("y", g.add(OpKind::Linear, {g.addInput("x", f32({5, 20})), q}));
+  auto plan = compareWithReference(g);
+  int computed = 0;
+  for (const auto& s : stepsOf(*plan)) computed += s.impl == "txl:quantize";
+  CHECK(computed == 1);
+}
+
 TEST_CASE("onednn: batched matmul with transposes and broadcast batches", "[onednn]") {
   struct Case {
     Shape a, b;

@@ -141,5 +141,10 @@ def test_precision_keyword(txlc, kjv_char):
     low = kjv_char.score(text, precision="bf16")
     assert low["precision"] == "bf16"
     assert low["nll_per_token"] != f32 and abs(low["nll_per_token"] / f32 - 1) < 0.005
-    with pytest.raises(txlc.SettingError, match="int8 is not implemented yet"):
-        kjv_char.setting_for(precision="int8")
+    int8 = kjv_char.setting_for(precision="int8")
+    assert int8["precision"] == "int8" and int8["passes"][-2:] == ["int8-matmuls", "bf16-state"]
+    low = kjv_char.score(text, precision="int8")
+    assert low["precision"] == "int8"
+    assert low["nll_per_token"] != f32 and abs(low["nll_per_token"] / f32 - 1) < 0.01
+    with pytest.raises(txlc.SettingError, match="expected f32, bf16 or int8, got 'fp16'"):
+        kjv_char.setting_for(precision="fp16")

@@ -21,6 +21,7 @@ printf '\357\273\277In the beginning\n' > "$T/bom.txt"
 printf 'In the beginning\r\nAnd God\r\n' > "$T/crlf.txt"
 printf 'In the qzxv blorf frumious\nAnd God wibble\n' > "$T/unk.txt"
 "$TXLC" compile "$M/kjv-char" -o "$T/good.txla" 2>/dev/null || { echo "setup: compile failed"; exit 1; }
+"$TXLC" compile "$M/kjv-char" -o "$T/int8.txla" --precision int8 2>/dev/null || { echo "setup: compile int8 failed"; exit 1; }
 "$TXLC" run "$M/kjv-char" --tokens "1 2" --state-out "$T/char.state" >/dev/null 2>&1 || { echo "setup: run failed"; exit 1; }
 head -c 5000 "$T/good.txla" > "$T/trunc.txla"
 cp "$T/good.txla" "$T/corrupt.txla"

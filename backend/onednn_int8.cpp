@@ -1,0 +1,70 @@
+// backend/onednn_int8.cpp - the lowering of int8-matmuls' graphs: linears
+// over quantized weights run txl:int8_linear on the model's int8 rows of each
+// weight (backend/int8_linear.h), made once per model through PackedWeights
+// and shared by every plan; a quantize some other op reads is computed.
+#include "backend/int8_linear.h"
+#include "backend/onednn_lowering.h"
+#include "backend/onednn_probe.h"
+#include "ir/check.h"
+#include "ir/int8.h"
+
+namespace txl::backend::onednn {
+
+std::shared_ptr<const kernels::Int8Rows> Lowering::int8Weights(const View& w) {
+  TXL_CHECK(w.quantized && w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
+            "int8 rows of " + w.type.str());
+  const ir::Tensor* user = plan_.buffers[w.buffer].weight;
+  const PackedWeights::Source source{user, w.offset};
+  auto rows = packs_.getInt8(reinterpret_cast<const float*>(plan_.ptr(w)), w.type.shape[0], w.type.shape[1],
+                             threadCount(), &source);
+  plan_.constantBytes += rows->size();
+  packedNow_.push_back(w.buffer);
+  if (user) packs_.notePacked(*user, w.offset, w.type.bytes());
+  return rows;
+}
+
+void Lowering::lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const View& out) {
+  const auto& attrs = g_.op(n).attrs;
+  const bool fused = g_.kind(n) == ir::OpKind::FusedLinear;
+  const bool bias = fused ? attrs.getBool("bias") : ops.size() == 3;
+  const bool residual = fused && attrs.getBool("residual");
+  const View& x = ops[0];
+  TXL_CHECK(x.type.dtype == ir::DType::F32 && x.strides.empty() && out.strides.empty() &&
+                (out.type.dtype == ir::DType::F32 || out.type.dtype == ir::DType::BF16),
+            "txl:int8_linear takes dense f32 x and writes dense f32 or bf16, got " + x.type.str() + " -> " +
+                out.type.str());
+  if (residual)
+    TXL_CHECK(ops.back().strides.empty() && ops.back().type.dtype == ir::DType::F32, "int8 linear residual");
+  if (bias) TXL_CHECK(ops[2].strides.empty() && ops[2].type.dtype == ir::DType::F32, "int8 linear bias");
+  auto rows = int8Weights(ops[1]);
+  const std::int64_t count = rows->k == 0 ? 0 : x.type.numel() / rows->k;
+  addKernel(n, "txl:int8_linear",
+            [p = &plan_, rows, x, out, b = bias ? std::optional<View>(ops[2]) : std::nullopt,
+             r = residual ? std::optional<View>(ops.back()) : std::nullopt, count,
+             relu = fused && attrs.getBool("relu"), t = threadCount()] {
+              kernels::Int8LinearArgs a;
+              a.x = reinterpret_cast<const float*>(p->ptr(x));
+              a.rows = count;
+              if (b) a.bias = reinterpret_cast<const float*>(p->ptr(*b));
+              if (r) a.residual = reinterpret_cast<const float*>(p->ptr(*r));
+              a.relu = relu;
+              a.y = p->ptr(out);
+              a.yBf16 = out.type.dtype == ir::DType::BF16;
+              kernels::int8Linear(*rows, a, t);
+            });
+}
+
+void Lowering::lowerQuantize(ir::Node n, const View& w, const View& out) {
+  TXL_CHECK(w.strides.empty() && !w.storedAs && !w.quantized, "quantize of a strided or converted view");
+  addKernel(n, "txl:quantize", [p = &plan_, w, out] {
+    const std::int64_t rows = w.type.shape[0], k = w.type.shape[1];
+    const auto* from = reinterpret_cast<const float*>(p->ptr(w));
+    auto* to = reinterpret_cast<float*>(p->ptr(out));
+    for (std::int64_t r = 0; r < rows; ++r) {  // as ir::int8RoundTrip
+      const float s = ir::int8RowScale(from + r * k, k);
+      for (std::int64_t j = 0; j < k; ++j) to[r * k + j] = s * float(ir::int8Quantize(from[r * k + j], s));
+    }
+  });
+}
+
+}  // namespace txl::backend::onednn
