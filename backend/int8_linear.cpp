@@ -73,8 +73,14 @@ TXL_AVX512 void avx512Tile(const Int8Rows& w, const Int8LinearArgs& a, std::int6
   const std::int64_t k = w.k;
   const float* x = a.x + r * k;
   const std::int8_t* q = w.q + c * k;
+  // One row (a generated token) reads every weight byte once, from DRAM:
+  // the rows two tiles ahead are prefetched, a cache line per step, so the
+  // stream keeps enough lines in flight for one core (without it the
+  // enwik8 qlen-1 step ran at about 60 % of the speed; docs/LOG.md).
+  const char* next = reinterpret_cast<const char*>(q + 2 * NR * k);
   for (std::int64_t kk = 0; kk < k; kk += kLanes) {
     const __mmask16 m = k - kk >= kLanes ? __mmask16(0xffff) : __mmask16((1u << (k - kk)) - 1);
+    if (MR == 1) _mm_prefetch(next + kk * NR, _MM_HINT_T0);
     __m512 wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = widen(q + j * k + kk, m);
     for (int i = 0; i < MR; ++i) {
