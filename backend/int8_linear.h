@@ -10,11 +10,10 @@
 // f32 activations with int8 weights (it quantizes both operands).
 //
 // Every output is the same sum whatever the number of rows and threads: the
-// products of a (row, channel) pair are accumulated in 16 lanes in
-// increasing k, each a fused multiply-add, then summed across lanes in one
-// fixed order, then scaled (s[c] · sum) and finished by the epilogue. So a
-// padded warm-up plan agrees bit for bit with the unpadded plans, as the
-// other kernels do (backend/gemv.h).
+// products of a (row, channel) pair are accumulated in increasing k, each a
+// fused multiply-add, then scaled (s[c] · sum) and finished by the epilogue.
+// So a padded warm-up plan agrees bit for bit with the unpadded plans, as
+// the other kernels do (backend/gemv.h).
 //
 //   auto w = kernels::quantizeInt8Rows(weight, n, k, threads);
 //   kernels::int8Linear(*w, {x, rows, bias, residual, relu, y, yBf16}, threads);
@@ -25,13 +24,19 @@
 
 namespace txl::backend::kernels {
 
-// A linear weight [n, k] as int8 rows (row c at q + c * k) and f32 scales.
+// A linear weight [n, k] as int8 rows and f32 scales (one per row). The rows
+// are stored in blocks of 16 channels, k-major inside a block: element
+// (c, j) at q[((c / 16) * k + j) * 16 + c % 16], so one 16-byte load holds
+// input j of 16 channels (n is padded to a multiple of 16 with zero rows).
 struct Int8Rows {
+  static constexpr std::int64_t kBlock = 16;
   std::int64_t n = 0, k = 0;
-  std::shared_ptr<void> bytes;  // the scales (n floats), then the rows (n * k int8)
+  std::shared_ptr<void> bytes;  // the scales (n floats), then the blocks
   const float* scale = nullptr;
   const std::int8_t* q = nullptr;
-  std::size_t size() const { return std::size_t(n) * sizeof(float) + std::size_t(n * k); }
+  std::int64_t blocks() const { return (n + kBlock - 1) / kBlock; }
+  std::size_t size() const { return std::size_t(n) * sizeof(float) + std::size_t(blocks() * kBlock * k); }
+  std::int8_t at(std::int64_t c, std::int64_t j) const { return q[((c / kBlock) * k + j) * kBlock + c % kBlock]; }
 };
 
 // Rows [first, first + count) of the f32 weight w [n, k] quantized into `into`

@@ -79,7 +79,7 @@ TEST_CASE("int8 linear: the product of the rows' values, with bias, relu and res
             for (std::int64_t c = 0; c < n; ++c) {
               double sum = 0, magnitude = 0;
               for (std::int64_t j = 0; j < k; ++j) {
-                const double v = double(q.scale[c]) * q.q[c * k + j] * x[r * k + j];
+                const double v = double(q.scale[c]) * q.at(c, j) * x[r * k + j];
                 sum += v, magnitude += std::fabs(v);
               }
               if (epilogue) sum = std::max(sum + bias[c], 0.0) + res[r * n + c];
@@ -114,7 +114,7 @@ TEST_CASE("int8 linear: every output the same sum whatever the rows, the threads
   }
   const auto rounded = run(0, rows, 2, true);
   for (std::size_t i = 0; i < all.size(); ++i) CHECK(rounded[i] == ir::bf16ToFloat(ir::floatToBf16(all[i])));
-  // The portable form (CPUs without AVX-512) computes the same lane sums.
+  // The portable form (CPUs without AVX-512) computes the same sums.
   std::vector<float> portable(all.size());
   Int8LinearArgs a;
   a.x = x.data();
@@ -132,7 +132,8 @@ TEST_CASE("int8 linear: one copy of a weight's rows per model, shared while a pl
   CHECK(a == b);
   CHECK(packs.bytes() == a->size());
   const Int8Rows q = quantized(w, 6, 8);
-  for (std::int64_t i = 0; i < 6 * 8; ++i) CHECK(a->q[i] == q.q[i]);
+  for (std::int64_t c = 0; c < 6; ++c)
+    for (std::int64_t j = 0; j < 8; ++j) CHECK(a->at(c, j) == ir::int8Quantize(w[c * 8 + j], q.scale[c]));
   a.reset();
   b.reset();
   CHECK(packs.bytes() == 0);
