@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/platform.h"
 #include "ir/bf16.h"
 #include "ir/host_memory.h"
 #include "ir/int8.h"
@@ -106,16 +107,9 @@ TXL_AVX512 void avx512Blocks(const Int8Rows& w, const Int8LinearArgs& a, std::in
     for (std::int64_t r = 0; r < a.rows; ++r) avx512Tile<1, 1>(w, a, r, b);
 }
 
-bool haveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                           __builtin_cpu_supports("fma");
-  return have;
-}
-
 }  // namespace
 
-bool int8LinearAvx512() { return haveAvx512(); }
+bool int8LinearAvx512() { return platform().avx512; }
 
 Int8Rows allocateInt8Rows(std::int64_t n, std::int64_t k) {
   Int8Rows w;
@@ -155,7 +149,7 @@ void int8Linear(const Int8Rows& w, const Int8LinearArgs& a, int threads) {
   // A task is 4 blocks (64 channels): one tile of one row, or two of many.
   constexpr std::int64_t kBlocksPerTask = 4;
   const std::int64_t tasks = (w.blocks() + kBlocksPerTask - 1) / kBlocksPerTask;
-  const bool avx512 = haveAvx512();
+  const bool avx512 = platform().avx512;
 #pragma omp parallel for schedule(static) num_threads(std::max(threads, 1))
   for (std::int64_t t = 0; t < tasks; ++t) {
     const std::int64_t b0 = t * kBlocksPerTask, b1 = std::min(w.blocks(), b0 + kBlocksPerTask);

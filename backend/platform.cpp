@@ -68,6 +68,9 @@ Platform probe() {
   const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   p.onednnIsa = isaName(isa);
   p.bf16Matmuls = (unsigned(isa) & unsigned(dnnl_cpu_isa_avx512_core_bf16)) == unsigned(dnnl_cpu_isa_avx512_core_bf16);
+  p.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+  p.avx512Bf16 = p.avx512 && __builtin_cpu_supports("avx512bf16");
   return p;
 }
 

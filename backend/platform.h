@@ -22,6 +22,11 @@ struct Platform {
   // oneDNN runs bf16 matmuls natively. DNNL_MAX_CPU_ISA lowers the ISA, so it
   // can turn this off on a machine that has it.
   bool bf16Matmuls = false;
+  // What the own kernels (rel_attention, int8_linear) may use, as the CPU
+  // reports it (DNNL_MAX_CPU_ISA does not lower these): AVX-512 F/BW/DQ/VL
+  // with FMA, and on top of it AVX512-BF16's dot products.
+  bool avx512 = false;
+  bool avx512Bf16 = false;
 };
 
 // Read once, on first use.

@@ -78,6 +78,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/platform.h"
 #include "backend/vector_exp.h"
 #include "ir/bf16.h"
 
@@ -977,18 +978,6 @@ TXL_AVX512_BF16 void avx512Task(const RelAttentionArgs& a, const Task& t, const 
   writeRowsAvx512(hv, t, d, st);
 }
 
-bool haveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                           __builtin_cpu_supports("fma");
-  return have;
-}
-
-bool haveAvx512Bf16() {
-  static const bool have = haveAvx512() && __builtin_cpu_supports("avx512bf16");
-  return have;
-}
-
 // The rows' key ranges first (the mask is the same for every batch and
 // head, pad per stream: one scan per call, or per stream with pad), then
 // the tasks, each seeing its own stream's pad row.
@@ -1027,11 +1016,11 @@ bool relAttentionSupports(const RelAttentionShape& s) {
   return s.batch >= 1 && s.heads >= 1 && s.q >= 1 && s.k >= 1 && s.d >= 1 && s.d <= kMaxD;
 }
 
-bool relAttentionPairs() { return haveAvx512Bf16(); }
+bool relAttentionPairs() { return platform().avx512Bf16; }
 
 void relAttention(const RelAttentionArgs& a) {
-  if (a.kvBf16 && haveAvx512Bf16()) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
-  else if (haveAvx512()) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
+  if (a.kvBf16 && platform().avx512Bf16) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
+  else if (platform().avx512) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
   else runTasks(a, unmaskedKeys, portableTask);
 }
 
@@ -1040,7 +1029,7 @@ namespace detail {
 void relAttentionPortable(const RelAttentionArgs& a) { runTasks(a, unmaskedKeys, portableTask); }
 
 void relAttentionWidened(const RelAttentionArgs& a) {
-  if (haveAvx512()) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
+  if (platform().avx512) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
   else relAttentionPortable(a);
 }
 
