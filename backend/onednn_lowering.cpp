@@ -93,6 +93,8 @@ class OneThread {
 // One core's rough rates for the estimate of runsSerial().
 constexpr double kBytesPerNs = 20;  // 20 GB/s
 constexpr double kFlopsPerNs = 60;  // 60 GFLOP/s
+// Embedding tables above this many bytes are unmapped row by row as they are read.
+constexpr std::size_t kUnmappedTableBytes = std::size_t(16) << 20;
 
 }  // namespace
 
@@ -549,14 +551,24 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
       return lowerPad(n, ops[0], out);
     case ir::OpKind::Embedding: {
       TXL_CHECK(out.type.dtype == ir::DType::F32, "embedding lowering takes f32 tables only");
-      return addKernel(n, "txl:embedding", [p = &plan_, t = ops[0], ids = ops[1], out, lo = attrs.getInt("lo")] {
+      // A vocabulary-sized table read from a file whose pages are dropped maps only the rows
+      // it reads, while it reads them (a linear over so large a weight reads a pack: packsWeight).
+      const Buffer& tb = plan_.buffers[ops[0].buffer];
+      const ir::Tensor* unmap = tb.kind == BufferKind::Weight && tb.weight && tb.weight->fileBacked() &&
+                                        packs_.dropsPlainPages() && opt_.releasePackedPlainPages &&
+                                        ops[0].type.bytes() > kUnmappedTableBytes
+                                    ? tb.weight
+                                    : nullptr;
+      return addKernel(n, "txl:embedding", [p = &plan_, t = ops[0], ids = ops[1], out, lo = attrs.getInt("lo"), unmap] {
         const auto* table = reinterpret_cast<const float*>(p->ptr(t));
         const auto* id = reinterpret_cast<const std::int64_t*>(p->ptr(ids));
         auto* y = reinterpret_cast<float*>(p->ptr(out));
+        const std::int64_t rows = t.type.shape[0], dim = t.type.shape[1], count = ids.type.numel();
         if (p->packedRows.empty() || p->buffers[t.buffer].kind != BufferKind::Weight)
-          kernels::embedding(table, t.type.shape[0], t.type.shape[1], id, ids.type.numel(), lo, y);
+          kernels::embedding(table, rows, dim, id, count, lo, y);
         else  // a tied output layer is packed: its rows are read there (packed_weights.h)
-          lookupRows(table, t.type.shape[0], t.type.shape[1], id, ids.type.numel(), lo, p->packedRows, y);
+          lookupRows(table, rows, dim, id, count, lo, p->packedRows, y);
+        if (unmap) unmapRowsRead(*unmap, table, rows, dim, id, count, lo);
       });
     }
     case ir::OpKind::Convert:

@@ -51,6 +51,27 @@ void lookupRows(const float* table, std::int64_t rows, std::int64_t dim, const s
   }
 }
 
+void unmapRowsRead(const ir::Tensor& weight, const float* table, std::int64_t rows, std::int64_t dim,
+                   const std::int64_t* ids, std::int64_t n, std::int64_t lo) {
+  constexpr std::uintptr_t kWindow = 64 << 10;  // the kernel's default fault_around_bytes
+  const std::size_t rowBytes = std::size_t(dim) * sizeof(float);
+  const auto base = reinterpret_cast<std::uintptr_t>(weight.raw());
+  std::vector<std::uintptr_t> windows;  // 64 KB-aligned addresses the rows' faults mapped around
+  windows.reserve(std::size_t(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t r = ids[i] - lo;
+    if (ids[i] < lo || r >= rows) continue;
+    const auto row = reinterpret_cast<std::uintptr_t>(table) + std::uintptr_t(r) * rowBytes;
+    for (std::uintptr_t w = row / kWindow * kWindow; w < row + rowBytes; w += kWindow) windows.push_back(w);
+  }
+  std::sort(windows.begin(), windows.end());
+  windows.erase(std::unique(windows.begin(), windows.end()), windows.end());
+  for (std::uintptr_t w : windows) {
+    const std::uintptr_t first = std::max(w, base);  // clipped to the weight: its neighbours are others' business
+    if (first < w + kWindow) weight.dropResidentPages(first - base, w + kWindow - first);
+  }
+}
+
 std::shared_ptr<const PackedWeight> PackedWeights::get(const void* plain, const dnnl::memory::desc& plainMd,
                                                        const dnnl::memory::desc& packedMd, const dnnl::engine& engine,
                                                        bool* made, const Source* source) {

@@ -66,6 +66,18 @@ struct PackedRows {
 void lookupRows(const float* table, std::int64_t rows, std::int64_t dim, const std::int64_t* ids, std::int64_t n,
                 std::int64_t lo, const std::vector<PackedRows>& packed, float* out);
 
+// After an embedding lookup copied the rows of `ids` (as lookupRows reads
+// them: row ids[i] - lo of `rows`) out of `table`, a view into the file-backed
+// user weight `weight`: drops the pages the lookup mapped. Each page fault on
+// a file mapping also maps the neighbouring pages the page cache holds (the
+// kernel's fault-around, 64 KB by default, which MADV_RANDOM does not turn
+// off), so without this a few thousand random tokens would map a
+// vocabulary-sized table whole, though its matmul reads a pack (bf16, int8)
+// and the lookup needs a row per token. The rows stay in the page cache; the
+// next lookup of one faults it back cheaply.
+void unmapRowsRead(const ir::Tensor& weight, const float* table, std::int64_t rows, std::int64_t dim,
+                   const std::int64_t* ids, std::int64_t n, std::int64_t lo);
+
 class PackedWeights {
  public:
   // `dropPlainPages` false: pack and share, but never drop a page.
@@ -106,6 +118,8 @@ class PackedWeights {
 
   // Bytes of the packed copies alive now.
   std::size_t bytes() const;
+  // Whether file-backed weights' pages are dropped (the constructor's choice).
+  bool dropsPlainPages() const { return dropPlainPages_; }
 
  private:
   struct Entry {

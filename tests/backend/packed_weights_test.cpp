@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <cstdlib>
@@ -219,6 +220,44 @@ TEST_CASE("packed weights: a tied table's lookup does not keep its packed output
   CHECK(dynamic_cast<backend::OnednnCompiledGraph&>(*plan).constantBytes() >= f.tensor.bytes());
   const ir::Tensor want = backend::makeReferenceExecutor()->compile(g, weights)->run({{"tokens", tokens}}).at("logits");
   for (std::int64_t i = 0; i < y.numel(); ++i) CHECK(y.data<float>()[i] == Approx(want.data<float>()[i]).epsilon(1e-5));
+}
+
+TEST_CASE("packed weights: a vocabulary-sized table's lookup maps only the rows it reads, while it reads them",
+          "[packed]") {
+  // 20 MiB, over the size above which lookups unmap their rows. A page fault
+  // on the file maps the pages around it too (fault-around), so before the
+  // lookup unmapped its rows, 64 tokens kept about a thousand pages mapped.
+  const std::int64_t rows = 16384, dim = 320;
+  MappedFile f = mappedTensor(rows, dim);
+  ir::TensorMap weights{{"emb", f.tensor}, {"out", f.tensor}};
+  std::string head = "graph @g {\n  %0 = input() {name = \"tokens\"} : i64[64,1]\n"
+                     "  %1 = weight() {name = \"emb\"} : f32[16384,320]\n"
+                     "  %2 = embedding(%1, %0) {lo = 0} : f32[64,1,320]\n";
+  std::string text;
+  SECTION("tied, the output layer at bf16") {
+    text = head + "  %3 = weight() {name = \"out\"} : f32[16384,320]\n  %4 = convert(%3) {dtype = \"bf16\"} : "
+                  "bf16[16384,320]\n  %5 = convert(%2) {dtype = \"bf16\"} : bf16[64,1,320]\n"
+                  "  %6 = linear(%5, %4) {out_dtype = \"f32\"} : f32[64,1,16384]\n  output(%6) {name = \"y\"}\n}\n";
+  }
+  SECTION("tied, the output layer at int8") {
+    text = head + "  %3 = weight() {name = \"out\"} : f32[16384,320]\n  %4 = quantize(%3) : f32[16384,320]\n"
+                  "  %5 = linear(%2, %4) {out_dtype = \"f32\"} : f32[64,1,16384]\n  output(%5) {name = \"y\"}\n}\n";
+  }
+  SECTION("a lookup alone") {
+    text = head + "  output(%2) {name = \"y\"}\n}\n";
+  }
+  ir::Graph g = ir::parse(text);
+  ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {64, 1}});
+  for (std::int64_t i = 0; i < 64; ++i) tokens.data<std::int64_t>()[i] = (i * 257) % rows;
+  auto plan = backend::makeOnednnExecutor()->compile(g, weights);
+  const ir::Tensor y = plan->run({{"tokens", tokens}}).at("y");
+  CHECK(residentPages(f.tensor) == 0);
+  const ir::Tensor want = backend::makeReferenceExecutor()->compile(g, weights)->run({{"tokens", tokens}}).at("y");
+  REQUIRE(y.numel() == want.numel());
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < y.numel(); ++i)
+    wrong += std::abs(y.data<float>()[i] - want.data<float>()[i]) > 1e-3f * (1 + std::abs(want.data<float>()[i]));
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("packed weights: rows read back from any packed layout", "[packed]") {
