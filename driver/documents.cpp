@@ -8,6 +8,7 @@
 
 #include "driver/finite.h"
 #include "driver/text_source.h"
+#include "frontend/input_file.h"
 #include "ir/check.h"
 
 namespace txl::driver {
@@ -106,7 +107,8 @@ std::vector<Document> parseDocuments(std::string_view content, const std::string
 }
 
 std::vector<Document> readDocuments(const std::string& path, DocumentFormat format) {
-  return parseDocuments(readTextFile(path), path, format);
+  const std::string text = readTextFile(path);
+  return frontend::parsingFile(path, "documents", [&] { return parseDocuments(text, path, format); });
 }
 
 EncodedDocument encodeDocument(const Document& doc, const frontend::Vocabulary& vocab, const EncodeLimits& limits) {

@@ -57,7 +57,8 @@ std::vector<std::int64_t> parseTokenIds(std::string_view text, const std::string
 }
 
 std::vector<std::int64_t> readTokenIds(const std::string& path, std::int64_t nToken) {
-  return parseTokenIds(readTextFile(path), path, nToken);
+  const std::string text = readTextFile(path);
+  return frontend::parsingFile(path, "token ids", [&] { return parseTokenIds(text, path, nToken); });
 }
 
 std::vector<std::vector<std::int64_t>> parseTokenStreams(std::string_view text, const std::string& source,

@@ -21,8 +21,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
+
+#include "ir/check.h"
 
 namespace txl::frontend {
 
@@ -46,6 +49,19 @@ int openRegularFile(const std::string& path, const std::string& what, std::uint6
 // file", "a vocabulary file").
 std::string readInputFile(const std::string& path, std::uint64_t limit, const std::string& what,
                           bool allowStdin = false);
+
+// parse(), which builds values from the bytes of `path` already read (a
+// vocabulary's symbols, documents, token ids): running out of memory there
+// ends in an Error naming the file and `what` it was read as, not a bare
+// "out of memory".
+template <typename Parse>
+auto parsingFile(const std::string& path, const std::string& what, Parse&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const std::bad_alloc&) {
+    throw Error(oneLine(path == "-" ? std::string("standard input") : path) + ": out of memory parsing it as " + what);
+  }
+}
 
 // Files txlc maps (weights, artifacts) must not change while it runs. With
 // guardMappedFiles() on (the txlc command turns it on), a SIGBUS inside a

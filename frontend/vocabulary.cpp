@@ -69,6 +69,10 @@ Vocabulary Vocabulary::load(const std::string& path) {
   if (std::filesystem::path(path).extension() == ".pkl")
     return fromSymbols(VocabKind::Word, readVocabularyPickle(path), path);
   std::string text = readFile(path);
+  return parsingFile(path, "a vocabulary", [&] { return parseText(text, path); });
+}
+
+Vocabulary Vocabulary::parseText(const std::string& text, const std::string& path) {
   if (std::filesystem::path(path).extension() == ".json") return fromJson(parseJsonText(text, path), path);
   // One symbol per line: the first whitespace-separated field (the reference's
   // Vocab._build_from_file); a line with none is an error, since it would

@@ -70,6 +70,8 @@ class Vocabulary {
   std::string decode(std::span<const std::int64_t> ids) const;
 
  private:
+  // The bytes of `path` (read whole): a JSON vocabulary or a word list.
+  static Vocabulary parseText(const std::string& text, const std::string& path);
   VocabKind kind_ = VocabKind::Char;
   std::string source_;
   std::vector<std::string> symbols_;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/atomic_file.h"
+#include "frontend/input_file.h"
 #include "frontend/safetensors.h"
 #include "ir/check.h"
 #include "tools/cli_checks.h"
@@ -52,7 +53,7 @@ int run(const Options& o) {
   checkPipelineFlags(m, o.model.pipeline);
   const std::string source = o.tokensOpt->count() ? "--tokens" : o.tokensFile;
   const std::string text = o.tokensOpt->count() ? o.tokens : readTextFile(o.tokensFile);
-  auto streams = parseTokenStreams(text, source, m.spec.n_token);
+  auto streams = frontend::parsingFile(source, "token ids", [&] { return parseTokenStreams(text, source, m.spec.n_token); });
   const std::int64_t batch = std::int64_t(streams.size()), total = std::int64_t(streams.front().size());
   if (o.model.batchOpt->count() && o.model.batch != batch)
     throw Error(source + ": " + std::to_string(batch) + " streams, expected --batch " + std::to_string(o.model.batch));

@@ -186,6 +186,30 @@ TEST_CASE("a text larger than the memory limit names its file", "[robustness][ho
   fs::remove_all(dir);
 }
 
+// A vocabulary within the size limit whose symbols take more memory than the
+// process may: the line names the file (it said only "out of memory").
+TEST_CASE("a vocabulary larger than the memory limit names its file", "[robustness][hostile]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("RLIMIT_AS and ASan's shadow memory do not mix: skipped under ASan");
+  return;
+#endif
+  const std::string dir = txl::test::makeTempDir("txlc-rlimit-vocab");
+  const std::string model = kSource + "/models/kjv-words";
+  {
+    std::ofstream out(dir + "/vocab.txt");
+    for (int i = 0; i < 6000000; ++i) out << 'w' << i << '\n';  // 53 MB: about 10 times that as symbols
+  }
+  auto r = runProcess({"/bin/sh", "-c",
+                       "ulimit -v 300000; exec '" + kTxlc + "' generate '" + model + "/config.json' --weights '" + model +
+                           "/model.safetensors' --vocab vocab.txt --prompt 'in the' -n 3"},
+                      dir, kTimeout);
+  CHECK_FALSE(r.timedOut);
+  CHECK(r.exitCode == 3);
+  CHECK(r.out.empty());
+  CHECK(oneLine(r) == "txlc: error: vocab.txt: out of memory parsing it as a vocabulary");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("SIGTERM while an output is written leaves no temporary", "[robustness][hostile]") {
   const std::string dir = txl::test::makeTempDir("txlc-sigterm");
   // About 200 MB of random weights: writing and syncing them takes a while.
