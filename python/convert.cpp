@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "passes/pipeline.h"
 #include "python/errors.h"
@@ -137,13 +138,30 @@ py::dict settingToDict(const driver::Setting& s) {
   return d;
 }
 
+namespace {
+
+bool isNativeInt64Array(const py::handle& object) {
+  const auto& api = py::detail::npy_api::get();
+  if (!api.PyArray_Check_(object.ptr())) return false;
+  const auto* a = py::detail::array_proxy(object.ptr());
+  const auto* d = py::detail::array_descriptor_proxy(a->descr);
+  constexpr int kFlags = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  constexpr char kNative = std::endian::native == std::endian::little ? '<' : '>';
+  return d->kind == 'i' && d->elsize == 8 && (d->byteorder == '=' || d->byteorder == kNative) && d->subarray == nullptr &&
+         (a->flags & kFlags) == kFlags;
+}
+
+}  // namespace
+
 TokenArray tokenArray(const py::handle& object, const char* what) {
   TokenArray out;
-  // The common case, an int64 C-contiguous array of one or two dimensions, is
-  // checked directly: numpy's general conversion below is a long code path,
-  // and a qlen-1 loop runs it once per token with cold caches.
+  // The common case, an aligned native int64 C-contiguous array of one or two
+  // dimensions, is recognized from the array's own fields: numpy's general
+  // conversion below is a long code path, and even array_t::check_ asks
+  // numpy whether the dtypes are equivalent (its casting machinery, several
+  // µs a call here); a qlen-1 loop pays that once per token.
   using Int64Array = py::array_t<std::int64_t, py::array::c_style>;
-  if (Int64Array::check_(object)) {
+  if (isNativeInt64Array(object)) {
     auto direct = py::reinterpret_borrow<Int64Array>(object);
     if (direct.ndim() == 1 || direct.ndim() == 2) {
       out.oneDimensional = direct.ndim() == 1;
@@ -167,10 +185,11 @@ TokenArray tokenArray(const py::handle& object, const char* what) {
                 std::to_string(raw.ndim()) + " dimensions");
   out.oneDimensional = raw.ndim() == 1;
   // An int64 C-contiguous array is used as it is; anything else is converted once.
-  out.array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(raw);
-  if (!out.array) throw py::error_already_set();
-  const std::int64_t qlen = out.array.shape(0), batch = out.oneDimensional ? 1 : out.array.shape(1);
-  out.tensor = ir::Tensor({ir::DType::I64, {qlen, batch}}, const_cast<std::int64_t*>(out.array.data()), nullptr);
+  auto converted = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(raw);
+  if (!converted) throw py::error_already_set();
+  const std::int64_t qlen = converted.shape(0), batch = out.oneDimensional ? 1 : converted.shape(1);
+  out.tensor = ir::Tensor({ir::DType::I64, {qlen, batch}}, const_cast<std::int64_t*>(converted.data()), nullptr);
+  out.array = std::move(converted);
   return out;
 }
 

@@ -39,7 +39,10 @@ py::dict settingToDict(const driver::Setting& s);
 // the array that holds its data (kept alive by the caller while the tensor
 // is used). `what` names the argument in errors ("tokens").
 struct TokenArray {
-  py::array_t<std::int64_t> array;
+  // The int64 C-contiguous array `tensor` views, kept alive. A plain handle:
+  // a default-constructed py::array_t would make an empty NumPy array for
+  // every call.
+  py::object array;
   ir::Tensor tensor;
   bool oneDimensional = false;
 };

@@ -102,7 +102,7 @@ driver::ScoreInput scoreInput(const PyModel& pm, const py::object& source, bool 
     driver::ScoreInput in;
     in.source = "<ids>";
     in.fromIds = true;
-    in.ids.assign(t.array.data(), t.array.data() + t.array.size());
+    in.ids.assign(t.tensor.data<std::int64_t>(), t.tensor.data<std::int64_t>() + t.tensor.numel());
     for (std::size_t i = 0; i < in.ids.size(); ++i)
       if (in.ids[i] < 0 || in.ids[i] >= m.spec.n_token)
         throw Error("ids: token id " + std::to_string(in.ids[i]) + " at position " + std::to_string(i) +
@@ -207,7 +207,7 @@ py::array_t<std::int64_t> encode(const PyModel& pm, const std::string& text, boo
 std::string decode(const PyModel& pm, const py::object& ids) {
   const frontend::Vocabulary& vocab = driver::requireVocabulary(pm.model, "decode");
   TokenArray t = tokenArray(ids, "ids");
-  std::span<const std::int64_t> span(t.array.data(), std::size_t(t.array.size()));
+  std::span<const std::int64_t> span(t.tensor.data<std::int64_t>(), std::size_t(t.tensor.numel()));
   for (std::size_t i = 0; i < span.size(); ++i)
     if (span[i] < 0 || span[i] >= vocab.size())
       throw Error("ids: token id " + std::to_string(span[i]) + " at position " + std::to_string(i) +
