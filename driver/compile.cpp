@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -190,11 +191,15 @@ void applyThreads(int threads) {
   // libgomp ends the process when it cannot create its threads; create them
   // here first, all at once, so that a thread limit is one error line. A
   // count no larger than the team already started was checked then: the
-  // Python module calls this before every segment.
+  // Python module calls this before every segment, so that case takes no lock.
   static std::mutex mutex;
-  static int started = 1;
+  static std::atomic<int> started{1};
+  if (team <= started.load(std::memory_order_acquire)) {
+    if (threads > 0 && omp_get_max_threads() != threads) omp_set_num_threads(threads);
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex);
-  if (team > started) {
+  if (team > started.load(std::memory_order_relaxed)) {
     // Without --threads the team is OpenMP's default (OMP_NUM_THREADS): the
     // same bound holds, and the message names where the count came from.
     if (team > maxThreads())
@@ -233,7 +238,7 @@ void applyThreads(int threads) {
     omp_set_num_threads(team);
 #pragma omp parallel
     {}
-    started = team;
+    started.store(team, std::memory_order_release);
   }
   if (threads > 0) omp_set_num_threads(threads);
 }
