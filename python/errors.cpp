@@ -7,10 +7,13 @@ namespace txl::python {
 
 namespace py = pybind11;
 
+namespace {
+// The exception objects live as long as the module (pybind11's idiom: a
+// static holder that is never destroyed, since the interpreter owns them).
+py::handle error, inputError, settingError, internalError;
+}  // namespace
+
 void bindErrors(py::module_& m) {
-  // The exception objects live as long as the module (pybind11's idiom: a
-  // static holder that is never destroyed, since the interpreter owns them).
-  static py::handle error, inputError, settingError, internalError;
   error = PyErr_NewExceptionWithDoc("txlc.Error", "Any problem txlc reports: the command line's one-line message.",
                                     PyExc_Exception, nullptr);
   py::tuple inputBases = py::make_tuple(error, py::handle(PyExc_ValueError));
@@ -37,18 +40,32 @@ void bindErrors(py::module_& m) {
       throw;  // a Python exception raised under C++ (a callback, KeyboardInterrupt): pybind11 restores it
     } catch (const py::builtin_exception&) {
       throw;  // pybind11's own (stop_iteration, cast_error, type_error, ...)
-    } catch (const SettingFailure& e) {
-      PyErr_SetString(settingError.ptr(), oneLine(e.what()).c_str());
-    } catch (const Error& e) {
-      PyErr_SetString(inputError.ptr(), oneLine(e.what()).c_str());
-    } catch (const InternalError& e) {
-      PyErr_SetString(internalError.ptr(), oneLine(e.what()).c_str());
-    } catch (const std::bad_alloc&) {
-      PyErr_SetString(PyExc_MemoryError, "out of memory");
-    } catch (const std::exception& e) {
-      PyErr_SetString(internalError.ptr(), ("internal error: " + oneLine(e.what())).c_str());
+    } catch (...) {
+      setPythonError();
     }
   });
+}
+
+void setPythonError() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const SettingFailure& e) {
+    PyErr_SetString(settingError.ptr(), oneLine(e.what()).c_str());
+  } catch (const Error& e) {
+    PyErr_SetString(inputError.ptr(), oneLine(e.what()).c_str());
+  } catch (const InternalError& e) {
+    PyErr_SetString(internalError.ptr(), oneLine(e.what()).c_str());
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(PyExc_MemoryError, "out of memory");
+  } catch (const std::exception& e) {
+    PyErr_SetString(internalError.ptr(), ("internal error: " + oneLine(e.what())).c_str());
+  } catch (...) {
+    PyErr_SetString(internalError.ptr(), "internal error: an unknown exception");
+  }
 }
 
 }  // namespace txl::python

@@ -28,6 +28,11 @@ class SettingFailure : public Error {
 
 void bindErrors(pybind11::module_& m);
 
+// Sets the Python error for the C++ exception in flight, as the translator
+// above does (for a function called without pybind11's dispatcher: forward()).
+// Call from a catch (...) block, then return nullptr to Python.
+void setPythonError();
+
 // Runs `f`; a txl::Error it throws is a setting error.
 template <class F>
 auto asSetting(F&& f) -> decltype(f()) {

@@ -1,10 +1,12 @@
 // python/session.cpp - txlc.Session (one set of streams with their memory) and txlc.Generation (sampling).
 //
 // A Session wraps a backend::Session of the model's compiled form for its
-// setting. forward() views an int64 C-contiguous token array in place,
-// allocates the result arrays, then releases the GIL for the segment and the
-// copy of its outputs into them (the session's own buffers are reused by its
-// next segment, so results are copies; docs/PYTHON.md). A mutex per session
+// setting. forward() views an int64 C-contiguous token array in place, takes
+// result arrays (new, or its earlier ones nobody holds any more), then
+// releases the GIL for the segment and the copy of its outputs into them (the
+// session's own buffers are reused by its next segment, so results are
+// copies; docs/PYTHON.md). forward() is a plain CPython method and Output a
+// struct sequence: a qlen-1 loop calls it once per token. A mutex per session
 // makes concurrent calls on one Session wait for each other instead of
 // racing; sessions of one model run in parallel. The OpenMP thread count of
 // the setting is applied in the calling thread before each segment (it is
@@ -31,6 +33,33 @@ struct Output {
   py::object hidden, logprob, nll;
 };
 
+PyStructSequence_Field outputFields[] = {
+    {"hidden", "float32 [qlen, batch, d_model] (or [qlen, d_model] for 1-D tokens): the last layer's output."},
+    {"logprob", "float32 [qlen, batch, n_token] (or [qlen, n_token]): log-probabilities of the next token; None "
+                "with logprob=False."},
+    {"nll", "float32 [qlen, batch] (or [qlen]): negative log-likelihood of the targets in nats; None without targets."},
+    {nullptr, nullptr}};
+PyStructSequence_Desc outputDesc{
+    "txlc.Output",
+    "What Session.forward() returns: hidden, logprob and nll (None when not asked for); a named tuple, so\n"
+    "`hidden, logprob, nll = session.forward(tokens)` unpacks it.",
+    outputFields, 3};
+PyTypeObject* outputType = nullptr;
+
+PyObject* outputRepr(PyObject* self) {
+  try {
+    auto shape = [&](Py_ssize_t i) -> std::string {
+      py::handle a = PyStructSequence_GetItem(self, i);
+      return a.is_none() ? "None" : std::string(py::str(a.attr("shape")));
+    };
+    const std::string text = "<txlc.Output hidden=" + shape(0) + " logprob=" + shape(1) + " nll=" + shape(2) + ">";
+    return PyUnicode_FromStringAndSize(text.data(), Py_ssize_t(text.size()));
+  } catch (...) {
+    setPythonError();
+    return nullptr;
+  }
+}
+
 struct PySession {
   std::shared_ptr<PyModel> model;
   driver::Setting setting;
@@ -41,8 +70,79 @@ struct PySession {
   // for bench/python_overhead.py (the rest of the call is the module's).
   std::int64_t lastForwardNs = 0;
 
-  // Runs one segment; the outputs are copied into arrays allocated here.
+  // Result arrays this session made, reused once nothing else holds one.
+  // Allocating a NumPy array is a long path through NumPy (its allocator
+  // looks its handler up in a context variable), and after a segment has
+  // streamed the weights through the caches it costs more than the rest of
+  // the call. An array here whose only reference is this list is invisible
+  // to the caller (a view or a memoryview of it holds a reference), so it is
+  // filled again rather than a new one made. Checked and taken with the GIL
+  // held, so two threads never take one array.
+  std::vector<py::array_t<float>> arrays;
+  static constexpr std::size_t kKeptArrays = 8;  // hidden, logprob, nll, two calls deep, and spare
+
+  py::array_t<float> reusedArray(const std::vector<std::int64_t>& dims) {
+    auto sameShape = [&](const py::array_t<float>& a) {
+      if (a.ndim() != py::ssize_t(dims.size())) return false;
+      for (std::size_t i = 0; i < dims.size(); ++i)
+        if (a.shape(py::ssize_t(i)) != dims[i]) return false;
+      return true;
+    };
+    for (const py::array_t<float>& a : arrays)
+      if (Py_REFCNT(a.ptr()) == 1 && sameShape(a)) return a;
+    py::array_t<float> fresh = newFloatArray(dims);
+    if (arrays.size() < kKeptArrays) {
+      arrays.push_back(fresh);
+    } else {  // replace one nobody holds (of another shape), if any
+      for (py::array_t<float>& a : arrays)
+        if (Py_REFCNT(a.ptr()) == 1) {
+          a = fresh;
+          break;
+        }
+    }
+    return fresh;
+  }
+
+  // The Output objects forward() returned, reused like the arrays: one only
+  // this list holds is refilled, not made again (PyStructSequence_New looks
+  // its field counts up in the type's dict, a cold path after a segment).
+  std::vector<py::object> outputs;
+  static constexpr std::size_t kKeptOutputs = 3;
+
+  // Empties the Output objects nobody else holds, so that their arrays can be reused.
+  void releaseIdleOutputs() {
+    for (py::object& o : outputs)
+      if (Py_REFCNT(o.ptr()) == 1)
+        for (Py_ssize_t i = 0; i < 3; ++i) setOutputItem(o.ptr(), i, py::none());
+  }
+  static void setOutputItem(PyObject* output, Py_ssize_t i, py::object value) {
+    PyObject* old = PyStructSequence_GET_ITEM(output, i);
+    PyStructSequence_SET_ITEM(output, i, value.release().ptr());
+    Py_XDECREF(old);
+  }
+
+  // `o` as an Output object (a new reference): an idle one of this session refilled, or a new one.
+  PyObject* outputObject(Output&& o) {
+    PyObject* r = nullptr;
+    for (py::object& p : outputs)
+      if (Py_REFCNT(p.ptr()) == 1) {
+        r = p.inc_ref().ptr();
+        break;
+      }
+    if (!r) {
+      r = PyStructSequence_New(outputType);
+      if (!r) throw py::error_already_set();
+      if (outputs.size() < kKeptOutputs) outputs.push_back(py::reinterpret_borrow<py::object>(r));
+    }
+    setOutputItem(r, 0, std::move(o.hidden));
+    setOutputItem(r, 1, std::move(o.logprob));
+    setOutputItem(r, 2, std::move(o.nll));
+    return r;
+  }
+
+  // Runs one segment; the outputs are copied into arrays allocated here (or reused: reusedArray).
   Output forward(const py::object& tokens, const py::object& targets, bool logprob, bool hidden) {
+    releaseIdleOutputs();
     TokenArray in = tokenArray(tokens, "tokens");
     std::optional<TokenArray> tg;
     if (!targets.is_none()) tg = tokenArray(targets, "targets");
@@ -58,8 +158,8 @@ struct PySession {
     const bool shapeOk = b == info.batch;  // else the session names the mismatch; allocate nothing
     Output out{py::none(), py::none(), py::none()};
     float *hp = nullptr, *lpp = nullptr, *np = nullptr;
-    auto result = [&](py::object& slot, std::vector<std::int64_t> dims) {
-      py::array_t<float> a = newFloatArray(dims);
+    auto result = [&](py::object& slot, const std::vector<std::int64_t>& dims) {
+      py::array_t<float> a = reusedArray(dims);
       slot = a;
       return a.mutable_data();
     };
@@ -202,38 +302,7 @@ py::object makeGeneration(const std::shared_ptr<PyModel>& model, const std::stri
   return py::str(vocab.decode(g->ids));
 }
 
-void bindSession(py::module_& m) {
-  py::class_<Output>(m, "Output", "What Session.forward() returns: hidden, logprob and nll (None when not asked for).")
-      .def_readonly("hidden", &Output::hidden,
-                    "float32 [qlen, batch, d_model] (or [qlen, d_model] for 1-D tokens): the last layer's output.")
-      .def_readonly("logprob", &Output::logprob,
-                    "float32 [qlen, batch, n_token] (or [qlen, n_token]): log-probabilities of the next token; None "
-                    "with logprob=False.")
-      .def_readonly("nll", &Output::nll,
-                    "float32 [qlen, batch] (or [qlen]): negative log-likelihood of the targets in nats; None "
-                    "without targets.")
-      .def("__iter__", [](const Output& o) { return py::iter(py::make_tuple(o.hidden, o.logprob, o.nll)); })
-      .def("__repr__", [](const Output& o) {
-        auto shape = [](const py::object& a) -> std::string {
-          return a.is_none() ? "None" : std::string(py::str(a.attr("shape")));
-        };
-        return "<txlc.Output hidden=" + shape(o.hidden) + " logprob=" + shape(o.logprob) + " nll=" + shape(o.nll) + ">";
-      });
-
-  py::class_<PySession, std::shared_ptr<PySession>>(m, "Session",
-                                                    R"(Streams of tokens with their recurrent memory (Model.session()).
-
-Each forward() runs one segment of qlen tokens for every stream against the
-memory the previous segments left (up to mem_len positions), exactly as the
-reference carries it. Not for two threads at once (calls on one Session wait
-for each other); use one Session per thread.)")
-      .def(
-          "forward",
-          [](PySession& s, const py::object& tokens, const py::object& targets, bool logprob) {
-            return s.forward(tokens, targets, logprob, true);
-          },
-          py::arg("tokens"), py::arg("targets") = py::none(), py::arg("logprob") = true,
-          R"(forward(tokens, targets=None, logprob=True) -> Output
+constexpr const char* kForwardDoc = R"(forward(tokens, targets=None, logprob=True) -> Output
 
 Runs one segment and advances the memory.
 
@@ -247,7 +316,69 @@ are reused by the next segment):
   hidden   [qlen, batch, d_model]
   logprob  [qlen, batch, n_token]   (None with logprob=False)
   nll      [qlen, batch]            (None without targets; natural log)
-For 1-D tokens the batch axis is left out. The GIL is released while it runs.)")
+For 1-D tokens the batch axis is left out. The GIL is released while it runs.)";
+
+// Session.forward() is called once per segment, and a loop over single
+// tokens calls it once per token, right after the segment streamed the
+// weights through the caches. So it is a plain CPython method (vectorcall,
+// METH_FASTCALL | METH_KEYWORDS) rather than a pybind11 function: pybind11's
+// general dispatcher (overload records, argument loaders, keyword matching)
+// was the larger part of the call's cost from Python (docs/PYTHON.md,
+// "Overhead"). The arguments are those of the signature in kForwardDoc;
+// errors are the same Python exceptions (setPythonError).
+PyObject* forwardMethod(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  try {
+    static constexpr const char* kNames[3] = {"tokens", "targets", "logprob"};
+    PyObject* given[3] = {nullptr, nullptr, nullptr};
+    if (nargs > 3) throw py::type_error("forward() takes at most 3 arguments (" + std::to_string(nargs) + " given)");
+    for (Py_ssize_t i = 0; i < nargs; ++i) given[i] = args[i];
+    const Py_ssize_t keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < keywords; ++k) {
+      const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+      if (!name) throw py::error_already_set();
+      std::size_t i = 0;
+      while (i < 3 && std::strcmp(name, kNames[i]) != 0) ++i;
+      if (i == 3) throw py::type_error(std::string("forward() got an unexpected keyword argument '") + name + "'");
+      if (given[i]) throw py::type_error(std::string("forward() got multiple values for argument '") + name + "'");
+      given[i] = args[nargs + k];
+    }
+    if (!given[0]) throw py::type_error("forward() missing required argument 'tokens'");
+    bool logprob = true;
+    if (given[2]) {
+      const int truth = PyObject_IsTrue(given[2]);
+      if (truth < 0) throw py::error_already_set();
+      logprob = truth != 0;
+    }
+    // The descriptor only passes instances of Session (or of a subclass); a
+    // Session is made by Model.session() alone, so its holder is there.
+    auto holder = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
+    if (!holder.holder_constructed()) throw py::type_error("forward(): a Session not made by Model.session()");
+    PySession& s = *holder.holder<std::shared_ptr<PySession>>();
+    Output out = s.forward(py::reinterpret_borrow<py::object>(given[0]),
+                           given[1] ? py::reinterpret_borrow<py::object>(given[1]) : py::none(), logprob, true);
+    return s.outputObject(std::move(out));
+  } catch (...) {
+    setPythonError();
+    return nullptr;
+  }
+}
+
+void bindSession(py::module_& m) {
+  // Output: a struct sequence (a named tuple made in C), so a call makes it
+  // with one allocation instead of a pybind11 instance and its registration.
+  outputType = PyStructSequence_NewType(&outputDesc);
+  if (!outputType) throw py::error_already_set();
+  outputType->tp_repr = outputRepr;  // shapes, not whole arrays
+  PyType_Modified(outputType);
+  m.attr("Output") = py::handle(reinterpret_cast<PyObject*>(outputType));
+
+  auto sessionClass = py::class_<PySession, std::shared_ptr<PySession>>(m, "Session",
+                                                    R"(Streams of tokens with their recurrent memory (Model.session()).
+
+Each forward() runs one segment of qlen tokens for every stream against the
+memory the previous segments left (up to mem_len positions), exactly as the
+reference carries it. Not for two threads at once (calls on one Session wait
+for each other); use one Session per thread.)")
       .def(
           "nll",
           [](PySession& s, const py::object& tokens, const py::object& targets) {
@@ -312,6 +443,13 @@ the model), which load_state() and `txlc run --state-in` read.)")
         return "<txlc.Session batch=" + std::to_string(s.setting.batch) +
                " mem_len=" + std::to_string(s.setting.memLen) + " mlen=" + std::to_string(s.session->mlen()) + ">";
       });
+
+  static PyMethodDef forwardDef{"forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(forwardMethod)),
+                                METH_FASTCALL | METH_KEYWORDS, kForwardDoc};
+  py::object forward = py::reinterpret_steal<py::object>(
+      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(sessionClass.ptr()), &forwardDef));
+  if (!forward) throw py::error_already_set();
+  sessionClass.attr("forward") = forward;
 
   py::class_<Generation, std::shared_ptr<Generation>>(m, "Generation",
                                                       "An iterator over generated tokens' text (Model.generate()).")

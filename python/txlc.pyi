@@ -24,15 +24,17 @@ class SettingError(Error, ValueError):
 class InternalError(Error):
     """A bug in txlc."""
 
-class Output:
-    """What Session.forward() returns."""
+class Output(tuple[npt.NDArray[np.float32], npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]):
+    """What Session.forward() returns: a named tuple (hidden, logprob, nll)."""
+    n_fields: int
+    n_sequence_fields: int
+    n_unnamed_fields: int
     hidden: npt.NDArray[np.float32]
     """float32 [qlen, batch, d_model] (or [qlen, d_model] for 1-D tokens)."""
     logprob: npt.NDArray[np.float32] | None
     """float32 [qlen, batch, n_token] (or [qlen, n_token]); None with logprob=False."""
     nll: npt.NDArray[np.float32] | None
     """float32 [qlen, batch] (or [qlen]); None without targets."""
-    def __iter__(self) -> Iterator[npt.NDArray[np.float32] | None]: ...
 
 class Session:
     """Streams of tokens with their recurrent memory (Model.session())."""

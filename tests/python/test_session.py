@@ -58,6 +58,53 @@ def test_results_are_copies_that_survive_the_next_segment(tiny):
     first.hidden[:] = 0  # writable, and nobody else's
 
 
+def test_results_held_in_any_form_never_change_and_dropped_ones_are_refilled(tiny):
+    s = tiny.session(batch=2)
+    t = [tokens(3, 2) for _ in range(6)]
+    want = tiny.session(batch=2)  # the same segments, every result copied
+    expected = [want.forward(x) for x in t[:4]]
+    expected = [(e.hidden.copy(), e.logprob.copy()) for e in expected]
+    for _ in range(4):
+        want.forward(t[4])
+    expected.append(None)
+    expected.append(want.forward(t[5]).hidden.copy())
+    out = s.forward(t[0])  # held as the Output
+    hidden = s.forward(t[1]).hidden  # held as one array
+    view = s.forward(t[2]).logprob[1:]  # a view
+    mem = memoryview(s.forward(t[3]).hidden)  # a buffer
+    for _ in range(4):
+        s.forward(t[4])  # results dropped at once: refilled, not made again
+    last = s.forward(t[5])
+    assert np.array_equal(out.hidden, expected[0][0]) and np.array_equal(out.logprob, expected[0][1])
+    assert np.array_equal(hidden, expected[1][0])
+    assert np.array_equal(view, expected[2][1][1:])
+    assert np.array_equal(np.asarray(mem), expected[3][0])
+    assert np.array_equal(last.hidden, expected[5])
+    ids = {id(s.forward(t[4]).hidden) for _ in range(3)}
+    assert len(ids) == 1  # one array, filled again
+    assert isinstance(last, tuple) and len(last) == 3 and last[0] is last.hidden
+    assert repr(last).startswith("<txlc.Output hidden=(3, 2, ")
+
+
+def test_forward_arguments_as_keywords_and_their_errors(tiny):
+    import txlc
+    s = tiny.session(batch=1)
+    t = tokens(2, 1)
+    a = s.forward(tokens=t, targets=t, logprob=False)
+    assert a.logprob is None and a.nll.shape == (2, 1)
+    assert s.forward(t, None, True).logprob.shape == (2, 1, 97)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'token'"):
+        s.forward(token=t)
+    with pytest.raises(TypeError, match="missing required argument 'tokens'"):
+        s.forward()
+    with pytest.raises(TypeError, match="multiple values for argument 'tokens'"):
+        s.forward(t, tokens=t)
+    with pytest.raises(TypeError, match="at most 3 arguments"):
+        s.forward(t, t, True, 1)
+    with pytest.raises(txlc.InputError):
+        s.forward(np.zeros((2, 1), dtype=np.float32))
+
+
 def test_nll_equals_forwards_nll(tiny):
     t, y = tokens(6, 2), tokens(6, 2)
     a, b, c = tiny.session(batch=2), tiny.session(batch=2), tiny.session(batch=2)
