@@ -71,6 +71,7 @@ Platform probe() {
   p.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
   p.avx512Bf16 = p.avx512 && __builtin_cpu_supports("avx512bf16");
+  p.amx = __builtin_cpu_supports("amx-bf16");
   return p;
 }
 

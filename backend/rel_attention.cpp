@@ -1016,10 +1016,18 @@ bool relAttentionSupports(const RelAttentionShape& s) {
   return s.batch >= 1 && s.heads >= 1 && s.q >= 1 && s.k >= 1 && s.d >= 1 && s.d <= kMaxD;
 }
 
-bool relAttentionPairs() { return platform().avx512Bf16; }
+// The pair path where AVX512-BF16's dot products pay: on a core with AMX
+// (Sapphire Rapids and later), vdpbf16ps does no more products per cycle
+// than two FMA ports do, and the pair path's packing then makes it slower
+// than widening bf16 keys and values to f32 (enwik8 base qlen 80 at bf16,
+// 2 threads: the attention 43.5-45.3 ms per segment paired, 34.7-36.7
+// widened). On AVX512-BF16 without AMX (Cooper Lake) the pairs are faster.
+// A fixed rule, not a timing taken at start: the same machine always runs
+// the same arithmetic.
+bool relAttentionPairs() { return platform().avx512Bf16 && !platform().amx; }
 
 void relAttention(const RelAttentionArgs& a) {
-  if (a.kvBf16 && platform().avx512Bf16) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
+  if (a.kvBf16 && relAttentionPairs()) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
   else if (platform().avx512) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
   else runTasks(a, unmaskedKeys, portableTask);
 }
@@ -1027,6 +1035,11 @@ void relAttention(const RelAttentionArgs& a) {
 namespace detail {
 
 void relAttentionPortable(const RelAttentionArgs& a) { runTasks(a, unmaskedKeys, portableTask); }
+
+void relAttentionPaired(const RelAttentionArgs& a) {
+  if (a.kvBf16 && platform().avx512Bf16) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
+  else relAttentionWidened(a);
+}
 
 void relAttentionWidened(const RelAttentionArgs& a) {
   if (platform().avx512) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);

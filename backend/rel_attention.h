@@ -69,7 +69,8 @@ bool relAttentionSupports(const RelAttentionShape& s);
 void relAttention(const RelAttentionArgs& a);
 
 // Whether relAttention takes bf16 pair products for bf16 keys (a CPU with
-// AVX512-BF16), and so reads RelAttentionArgs::rt2 when given.
+// AVX512-BF16 where they pay: not one with AMX, see rel_attention.cpp), and
+// so reads RelAttentionArgs::rt2 when given.
 bool relAttentionPairs();
 
 namespace detail {
@@ -80,6 +81,9 @@ void relAttentionPortable(const RelAttentionArgs& a);
 // relAttention on the AVX-512 path with bf16 keys widened to f32 (as on a CPU
 // without AVX512-BF16), whatever the CPU has beyond AVX-512: for tests.
 void relAttentionWidened(const RelAttentionArgs& a);
+// relAttention on the bf16 pair path for bf16 keys on any CPU with
+// AVX512-BF16 (AMX or not), else the widened path: for tests.
+void relAttentionPaired(const RelAttentionArgs& a);
 
 }  // namespace detail
 

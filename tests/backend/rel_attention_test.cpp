@@ -298,10 +298,14 @@ TEST_CASE("rel_attention: bf16 keys and values") {
                                widened = run(p, detail::relAttentionWidened);
       p.kv16 = toBf16(p.kv);
       if (c.d % 2 == 0) p.rt2 = pairTable(p);  // read by the pair path only
-      for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPortable),
-                            Kernel(detail::relAttentionWidened)}) {
+      for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPaired),
+                            Kernel(detail::relAttentionPortable), Kernel(detail::relAttentionWidened)}) {
         const std::vector<float> got = run(p, kernel);
-        requireClose(got, want, kernel == Kernel(relAttention) ? 1.0 / 256 : 1e-5);
+        const bool paired = kernel == Kernel(detail::relAttentionPaired) ||
+                            (kernel == Kernel(relAttention) && relAttentionPairs());
+        requireClose(got, want, paired ? 1.0 / 256 : 1e-5);
+        if (kernel == Kernel(relAttention) && !relAttentionPairs())
+          REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
         if (kernel == Kernel(detail::relAttentionPortable))
           REQUIRE(std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)) == 0);
         if (kernel == Kernel(detail::relAttentionWidened))
