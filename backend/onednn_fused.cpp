@@ -245,7 +245,7 @@ kernels::RowStrides rowStrides(const View& v, const char* what) {
 // view that is not such a suffix, or a CPU without AVX512-BF16.
 const std::uint32_t* Lowering::positionPairs(const View& rt, kernels::RelAttentionArgs& a) {
   const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
-  if (!kernels::relAttentionPairs() || d % 2 != 0 || !isConstant(rt) || rt.offset % sizeof(float) != 0 ||
+  if (!kernels::relAttentionPairs(a.shape) || d % 2 != 0 || !isConstant(rt) || rt.offset % sizeof(float) != 0 ||
       a.rtHead != d * a.rtDim || lead + a.shape.k != a.rtDim)
     return nullptr;
   const std::int64_t pairs = d / 2, positions = a.rtDim;

@@ -1016,18 +1016,24 @@ bool relAttentionSupports(const RelAttentionShape& s) {
   return s.batch >= 1 && s.heads >= 1 && s.q >= 1 && s.k >= 1 && s.d >= 1 && s.d <= kMaxD;
 }
 
-// The pair path where AVX512-BF16's dot products pay: on a core with AMX
-// (Sapphire Rapids and later), vdpbf16ps does no more products per cycle
-// than two FMA ports do, and the pair path's packing then makes it slower
-// than widening bf16 keys and values to f32 (enwik8 base qlen 80 at bf16,
-// 2 threads: the attention 43.5-45.3 ms per segment paired, 34.7-36.7
-// widened). On AVX512-BF16 without AMX (Cooper Lake) the pairs are faster.
-// A fixed rule, not a timing taken at start: the same machine always runs
-// the same arithmetic.
-bool relAttentionPairs() { return platform().avx512Bf16 && !platform().amx; }
+// The pair path where AVX512-BF16's dot products pay. On a core with AMX
+// (Sapphire Rapids and later) vdpbf16ps does no more products per cycle
+// than two FMA ports, so once a widened key serves a few query rows the
+// widening path is faster; with one to three rows each key is used about
+// once, and widening it costs more than the pairs' packing. Measured there
+// (enwik8 base at bf16, 2 threads, the attention per segment, pairs against
+// widened, alternated): qlen 1 7.1-7.3 against 8.4-8.7 ms, qlen 4 10.1-10.2
+// against 10.2-11.1, qlen 16 14.6-16.2 against 14.0-14.2, qlen 80 43.5-45.3
+// against 34.7-36.7. On AVX512-BF16 without AMX (Cooper Lake) the pairs are
+// faster at every row count. A fixed rule by CPU feature and shape, not a
+// timing taken at start: a machine always runs the same arithmetic.
+bool relAttentionPairs(const RelAttentionShape& s) {
+  constexpr std::int64_t kPairRowsWithAmx = 4;  // query rows below which AMX cores take the pairs
+  return platform().avx512Bf16 && (!platform().amx || s.q < kPairRowsWithAmx);
+}
 
 void relAttention(const RelAttentionArgs& a) {
-  if (a.kvBf16 && relAttentionPairs()) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
+  if (a.kvBf16 && relAttentionPairs(a.shape)) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
   else if (platform().avx512) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
   else runTasks(a, unmaskedKeys, portableTask);
 }

@@ -68,10 +68,11 @@ bool relAttentionSupports(const RelAttentionShape& s);
 // out as above, on the OpenMP team (tasks: batch × heads × query blocks).
 void relAttention(const RelAttentionArgs& a);
 
-// Whether relAttention takes bf16 pair products for bf16 keys (a CPU with
-// AVX512-BF16 where they pay: not one with AMX, see rel_attention.cpp), and
-// so reads RelAttentionArgs::rt2 when given.
-bool relAttentionPairs();
+// Whether relAttention takes bf16 pair products for bf16 keys of shape `s`
+// (a CPU with AVX512-BF16 where they pay: on one with AMX only for fewer than
+// four query rows, see rel_attention.cpp), and so reads RelAttentionArgs::rt2
+// when given.
+bool relAttentionPairs(const RelAttentionShape& s);
 
 namespace detail {
 

@@ -302,9 +302,9 @@ TEST_CASE("rel_attention: bf16 keys and values") {
                             Kernel(detail::relAttentionPortable), Kernel(detail::relAttentionWidened)}) {
         const std::vector<float> got = run(p, kernel);
         const bool paired = kernel == Kernel(detail::relAttentionPaired) ||
-                            (kernel == Kernel(relAttention) && relAttentionPairs());
+                            (kernel == Kernel(relAttention) && relAttentionPairs(p.shape));
         requireClose(got, want, paired ? 1.0 / 256 : 1e-5);
-        if (kernel == Kernel(relAttention) && !relAttentionPairs())
+        if (kernel == Kernel(relAttention) && !relAttentionPairs(p.shape))
           REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
         if (kernel == Kernel(detail::relAttentionPortable))
           REQUIRE(std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)) == 0);
