@@ -1,6 +1,7 @@
 // backend/platform.cpp - platform(): /proc/cpuinfo, the affinity mask and oneDNN's own report.
 #include "backend/platform.h"
 
+#include <cpuid.h>
 #include <sched.h>
 
 #include <fstream>
@@ -71,7 +72,9 @@ Platform probe() {
   p.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
   p.avx512Bf16 = p.avx512 && __builtin_cpu_supports("avx512bf16");
-  p.amx = __builtin_cpu_supports("amx-bf16");
+  // CPUID leaf 7, EDX bit 22 (clang's __builtin_cpu_supports has no "amx-bf16").
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  p.amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) != 0;
   return p;
 }
 
