@@ -564,11 +564,17 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
         const auto* id = reinterpret_cast<const std::int64_t*>(p->ptr(ids));
         auto* y = reinterpret_cast<float*>(p->ptr(out));
         const std::int64_t rows = t.type.shape[0], dim = t.type.shape[1], count = ids.type.numel();
-        if (p->packedRows.empty() || p->buffers[t.buffer].kind != BufferKind::Weight)
-          kernels::embedding(table, rows, dim, id, count, lo, y);
-        else  // a tied output layer is packed: its rows are read there (packed_weights.h)
-          lookupRows(table, rows, dim, id, count, lo, p->packedRows, y);
-        if (unmap) unmapRowsRead(*unmap, table, rows, dim, id, count, lo);
+        const auto lookup = [&](const std::int64_t* ids, std::int64_t n, float* dst) {
+          if (p->packedRows.empty() || p->buffers[t.buffer].kind != BufferKind::Weight)
+            kernels::embedding(table, rows, dim, ids, n, lo, dst);
+          else  // a tied output layer is packed: its rows are read there (packed_weights.h)
+            lookupRows(table, rows, dim, ids, n, lo, p->packedRows, dst);
+        };
+        if (!unmap) return lookup(id, count, y);
+        for (std::int64_t i = 0; i < count; ++i) {  // a row at a time: at most one fault's pages mapped at once
+          lookup(id + i, 1, y + i * dim);
+          unmapRowsRead(*unmap, table, rows, dim, id + i, 1, lo);
+        }
       });
     }
     case ir::OpKind::Convert:

@@ -53,10 +53,10 @@ void lookupRows(const float* table, std::int64_t rows, std::int64_t dim, const s
 
 void unmapRowsRead(const ir::Tensor& weight, const float* table, std::int64_t rows, std::int64_t dim,
                    const std::int64_t* ids, std::int64_t n, std::int64_t lo) {
-  constexpr std::uintptr_t kWindow = 64 << 10;  // the kernel's default fault_around_bytes
+  constexpr std::uintptr_t kWindow = 2 << 20;  // the largest folio a fault maps (a PMD); fault-around maps 64 KB
   const std::size_t rowBytes = std::size_t(dim) * sizeof(float);
   const auto base = reinterpret_cast<std::uintptr_t>(weight.raw());
-  std::vector<std::uintptr_t> windows;  // 64 KB-aligned addresses the rows' faults mapped around
+  std::vector<std::uintptr_t> windows;  // kWindow-aligned addresses the rows' faults mapped around
   windows.reserve(std::size_t(n));
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t r = ids[i] - lo;

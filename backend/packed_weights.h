@@ -71,10 +71,13 @@ void lookupRows(const float* table, std::int64_t rows, std::int64_t dim, const s
 // user weight `weight`: drops the pages the lookup mapped. Each page fault on
 // a file mapping also maps the neighbouring pages the page cache holds (the
 // kernel's fault-around, 64 KB by default, which MADV_RANDOM does not turn
-// off), so without this a few thousand random tokens would map a
+// off; and on kernels whose page cache holds large folios, the whole folio,
+// up to 2 MiB), so without this a few thousand random tokens would map a
 // vocabulary-sized table whole, though its matmul reads a pack (bf16, int8)
-// and the lookup needs a row per token. The rows stay in the page cache; the
-// next lookup of one faults it back cheaply.
+// and the lookup needs a row per token. The 2 MiB-aligned windows around
+// the rows are dropped (clipped to the weight); the embedding calls this
+// after each row, so one row's folio at most is mapped at a time. The rows
+// stay in the page cache; the next lookup of one faults it back cheaply.
 void unmapRowsRead(const ir::Tensor& weight, const float* table, std::int64_t rows, std::int64_t dim,
                    const std::int64_t* ids, std::int64_t n, std::int64_t lo);
 

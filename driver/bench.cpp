@@ -17,6 +17,7 @@
 //      without memory per predicted token) against the timed one.
 #include "driver/bench.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,45 +84,68 @@ std::size_t processPeakRss() {
   return std::size_t(u.ru_maxrss) * 1024;
 }
 
+// Bytes of weight `t` as the plan stores it at `precision`: a matrix the
+// precision converts (`converted`) in bf16 (2 bytes an element) or as int8
+// rows with an f32 scale each (1 byte an element, 4 a row); anything else f32.
+double storedBytes(const ir::Tensor& t, bool converted, Precision precision) {
+  if (!converted || t.type().rank() != 2) return double(t.bytes());
+  switch (precision) {
+    case Precision::BF16:
+      return double(t.bytes()) / 2;
+    case Precision::Int8:
+      return double(t.numel()) + 4.0 * double(t.shape()[0]);
+    case Precision::F32:
+      break;
+  }
+  return double(t.bytes());
+}
+
+// The buffers of the matrices a lower precision converts: every rank-2
+// weight read by a linear layer. An embedding table is only looked up (its
+// rows widened from f32 as read) unless it is tied to an output layer, whose
+// matmul reads it at the lower precision.
+std::set<const void*> convertedMatrices(const ir::TensorMap& weights) {
+  std::set<const void*> out;
+  for (const auto& [name, t] : weights)
+    if (t.type().rank() == 2 && name.rfind("word_emb.emb_layers.", 0) != 0) out.insert(t.raw());
+  return out;
+}
+
 // Bytes one step of qlen 1 must read (bench.h): every layer's weights with
 // r_net replaced by its folded table over klen, the u/v biases, the output
 // layer when the segment computes it, and the cached keys and values; each
-// at its stored precision. At bf16 the matrices (every one a linear layer's
-// weight) are read as bf16 packs, the cached keys and values are bf16 rows,
-// and the attention reads the position table as bf16 pairs when d_head is
-// even (docs/PRECISION.md): 2 bytes an element. At int8 the matrices are int8
-// rows with an f32 scale each (1 byte an element, 4 a row), the keys, values
-// and position table as at bf16.
+// at its stored precision (storedBytes). At bf16 and int8 the cached keys
+// and values are bf16 rows, and the attention reads the position table as
+// bf16 pairs when d_head is even (docs/PRECISION.md): 2 bytes an element.
 double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, std::int64_t batch,
                         std::int64_t mlen, bool output, Precision precision) {
   const double hd = double(spec.n_head * spec.d_head);
   const bool bf16 = bf16State(precision);
   const double state = bf16 ? 2.0 : 4.0, table = bf16 && spec.d_head % 2 == 0 ? 2.0 : 4.0;
-  auto storedBytes = [&](const ir::Tensor& t) {
-    if (t.type().rank() != 2) return double(t.bytes());
-    switch (precision) {
-      case Precision::BF16:
-        return double(t.bytes()) / 2;
-      case Precision::Int8:
-        return double(t.numel()) + 4.0 * double(t.shape()[0]);
-      case Precision::F32:
-        break;
-    }
-    return double(t.bytes());
-  };
+  const std::set<const void*> converted = convertedMatrices(weights);
   std::set<const void*> seen;
   double bytes = 0;
   for (const auto& [name, t] : weights) {
     if (!seen.insert(t.raw()).second) continue;
     const bool layer = name.rfind("layers.", 0) == 0, crit = name.rfind("crit.", 0) == 0;
     if (name.find("r_net.weight") != std::string::npos) continue;
-    const double stored = storedBytes(t);
+    const double stored = storedBytes(t, converted.count(t.raw()) != 0, precision);
     if (layer || name == "r_w_bias" || name == "r_r_bias" || (crit && output)) bytes += stored;
   }
   const double klen = double(mlen + 1);
   if (spec.attn_type == 0) bytes += double(spec.n_layer) * klen * hd * table;       // W_r R, as read
   bytes += double(spec.n_layer) * double(batch) * double(mlen) * 2.0 * hd * state;  // cached k and v
   return bytes;
+}
+
+// Every distinct weight at its stored precision (the budget's "weights").
+std::size_t storedWeightBytes(const ir::TensorMap& weights, Precision precision) {
+  const std::set<const void*> converted = convertedMatrices(weights);
+  std::set<const void*> seen;
+  double bytes = 0;
+  for (const auto& [name, t] : weights)
+    if (seen.insert(t.raw()).second) bytes += storedBytes(t, converted.count(t.raw()) != 0, precision);
+  return static_cast<std::size_t>(bytes);
 }
 
 }  // namespace
@@ -295,7 +319,6 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   backend::Session session(model);
   noteReplanning(m, settings);
   if (r.prefill) prefill(model, session, streams);
-  const bool peakReset = resetPeakRss();
 
   // 3. Warm-up, and a rehearsal of shapes not met yet.
   for (int i = 0; i < r.warmup; ++i) timedForward(session, streams, r.qlen, o.nll);
@@ -309,16 +332,22 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
     for (int i = 0; i < (steady ? 1 : r.segments); ++i) timedForward(session, streams, r.qlen, o.nll);
     session.loadState(afterWarmup);
   }
+  // The steady state's peak resident set starts here: the plan of the timed
+  // shape exists, and the prefill session and the transient buffers of
+  // building it (constant folding, packing) are freed; glibc keeps freed heap
+  // pages resident until trimmed, so they are returned first.
+  ::malloc_trim(0);
+  const bool peakReset = resetPeakRss();
 
   // 4. Timed repetitions, each from the state after the warm-up.
   r.mlen = session.mlen();
   std::vector<double> ms;
   for (int rep = 0; rep < r.repetitions; ++rep) {
     if (rep > 0) session.loadState(afterWarmup);
-    double repMs = 0;
+      double repMs = 0;
     for (int i = 0; i < r.segments; ++i) {
       ms.push_back(timedForward(session, streams, r.qlen, o.nll));
-      repMs += ms.back();
+          repMs += ms.back();
     }
     r.tokensPerSRuns.push_back(double(r.batch * r.qlen * r.segments) / (repMs / 1e3));
   }
@@ -349,7 +378,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.peakRssProcessBytes = processPeakRss();
   r.peakRssBytes = peakReset ? procStatusBytes("VmHWM") : r.peakRssProcessBytes;
   r.peakRssBytes -= std::min(r.peakRssBytes, snapshotBytes);
-  r.weightBytes = ir::distinctBytes(m.weights) + model->constants().bytes();
+  r.weightBytes = storedWeightBytes(m.weights, settings.precision) + model->constants().bytes();
   if (const backend::CompiledGraph* plan = session.lastPlan(); plan && plan->hasSteps()) {
     r.arenaBytes = plan->arenaBytes();
     r.constantBytes = plan->constantBytes();
