@@ -67,8 +67,9 @@ struct PySession {
   std::unique_ptr<backend::Session> session;
   std::mutex mutex;
   // How long the last forward() spent in backend::Session::forward itself,
-  // for bench/python_overhead.py (the rest of the call is the module's).
-  std::int64_t lastForwardNs = 0;
+  // and every forward() so far, for bench/python_overhead.py (the rest of
+  // the call is the module's).
+  std::int64_t lastForwardNs = 0, totalForwardNs = 0;
 
   // Result arrays this session made, reused once nothing else holds one.
   // Allocating a NumPy array is a long path through NumPy (its allocator
@@ -174,6 +175,7 @@ struct PySession {
       backend::ForwardResult r = session->forward(in.tensor, tg ? &tg->tensor : nullptr, logprob);
       lastForwardNs =
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+      totalForwardNs += lastForwardNs;
       auto copy = [](float* dst, const ir::Tensor* src) {
         if (dst && src) std::memcpy(dst, src->data<float>(), std::size_t(src->numel()) * sizeof(float));
       };
@@ -418,6 +420,9 @@ tokens), without computing the full log-probabilities.)")
       .def_property_readonly(
           "_last_forward_ns", [](const PySession& s) { return s.lastForwardNs; },
           "Nanoseconds the last forward() spent in the C++ session's forward (bench/python_overhead.py).")
+      .def_property_readonly(
+          "_forward_ns_total", [](const PySession& s) { return s.totalForwardNs; },
+          "Nanoseconds every forward() so far spent in the C++ session's forward (bench/python_overhead.py).")
       .def_property_readonly(
           "plan_count",
           [](PySession& s) {
