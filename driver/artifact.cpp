@@ -354,10 +354,11 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
   return a;
 }
 
-LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::optional<std::uint64_t> length) {
+LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset, std::optional<std::uint64_t> length,
+                            const std::string& displayName) {
   auto start = std::chrono::steady_clock::now();
   // Read-only: weights are file-backed views of the mapping.
-  frontend::MappedFile map = frontend::mapInputFile(path, "a txlc artifact");
+  frontend::MappedFile map = frontend::mapInputFile(path, "a txlc artifact", displayName);
   const std::uint64_t fileSize = map.bytes.size();
   if (offset > fileSize || (length && *length > fileSize - offset))
     throw Error(path + ": truncated: the embedded artifact needs bytes up to " +

@@ -84,9 +84,10 @@ struct LoadedArtifact {
 
 // Maps `path` and reads the artifact that starts at `offset` and is `length`
 // bytes long (the whole file by default; a standalone executable holds one at
-// an offset). Errors name `path`.
+// an offset). Errors name `path`; a SIGBUS on the mapping (the file truncated
+// under the run) names `displayName` when given (frontend::mapInputFile).
 LoadedArtifact readArtifact(const std::string& path, std::uint64_t offset = 0,
-                            std::optional<std::uint64_t> length = std::nullopt);
+                            std::optional<std::uint64_t> length = std::nullopt, const std::string& displayName = "");
 // Reads an in-memory image (tests, fuzzing); errors name `name`. With
 // `fileBacked` the image is a read-only file mapping and the weights are
 // file-backed views of it (ir::Tensor::fileView).

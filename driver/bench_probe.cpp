@@ -108,8 +108,15 @@ ProbeResult runProbeChild(const std::string& self, int threads, std::int64_t pro
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
+  // Named as the command the user knows, not by `self` (/proc/self/exe, a path only this process can resolve).
+  if (WIFSIGNALED(status)) {
+    p.error = "txlc bench-probe (the machine probe's child process) was killed by signal " +
+              std::to_string(WTERMSIG(status));
+    return p;
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    p.error = self + " bench-probe exited with status " + std::to_string(WEXITSTATUS(status));
+    p.error = "txlc bench-probe (the machine probe's child process) exited with status " +
+              std::to_string(WEXITSTATUS(status));
     return p;
   }
   try {

@@ -75,6 +75,8 @@ Setting defaultSetting(const Model& m) {
   return s;
 }
 
+static_assert(kMaxLength == frontend::kMaxSegmentLength, "a spec's lengths and a setting's share one bound");
+
 int maxThreads() {
   cpu_set_t set;
   CPU_ZERO(&set);

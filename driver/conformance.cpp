@@ -153,6 +153,9 @@ void run(const std::string& dir, const Setting& base, CaseResult& result) {
   const Model m = modelFrom(spec, frontend::bindWeights(spec, weightsFile), casePath);
   Setting setting = defaultSetting(m);
   setting.batch = f.integer("/batch");
+  // The case's own field is named (checkSetting would name --batch, a flag the user did not give).
+  if (auto p = settingSizeProblem(spec, setting, /*quoteValues=*/false); p && p->field == "batch")
+    throw Error(casePath + ": /batch: " + p->message);
   setting.initialMemory = initialMemory;
   setting.backend = base.backend, setting.pipeline = base.pipeline, setting.threads = base.threads;
   applyPrecision(setting, base.precision);

@@ -57,7 +57,7 @@ Model openModel(const std::string& path, const OpenOptions& options) {
       const EmbeddedArtifact& e = *embeddedArtifact();
       m.path = e.displayName;  // messages name the executable as invoked, not /proc/self/exe
       try {
-        loaded = readArtifact(e.exePath, e.offset, e.length);
+        loaded = readArtifact(e.exePath, e.offset, e.length, e.displayName);
       } catch (const Error& err) {
         std::string message = err.what();
         if (message.rfind(e.exePath, 0) == 0) message = e.displayName + message.substr(e.exePath.size());
@@ -73,8 +73,9 @@ Model openModel(const std::string& path, const OpenOptions& options) {
     m.weights = a->weights;
     m.modelId = a->modelId;
     if (a->vocabulary) {
-      m.vocabulary = frontend::Vocabulary::fromJson(*a->vocabulary, path + ": manifest /vocabulary");
-      checkVocabularySize(*m.vocabulary, m.spec, path + ": manifest /vocabulary");
+      // m.path: a standalone executable's name as invoked, not the placeholder of its embedded model.
+      m.vocabulary = frontend::Vocabulary::fromJson(*a->vocabulary, m.path + ": manifest /vocabulary");
+      checkVocabularySize(*m.vocabulary, m.spec, m.path + ": manifest /vocabulary");
     }
     m.artifact = std::move(a);
     applyVocabFlag(m, options);

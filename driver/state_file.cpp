@@ -18,9 +18,11 @@ ir::TensorMap readStateFile(const Model& m, const backend::CompiledModel& compil
     return it->second;
   };
   if (get("format") != kStateFormat)
-    throw Error(path + ": __metadata__/format: expected \"" + kStateFormat + "\", got \"" + get("format") + "\"");
+    throw Error(path + ": __metadata__/format: expected \"" + kStateFormat + "\", got " + quote(get("format")));
+  // The file's text is clipped (ir/check.h): a model id is a short hash, but the file may say anything.
   if (get("model_id") != m.modelId)
-    throw Error(path + ": a state for model " + get("model_id") + ", this model (" + m.path + ") is " + m.modelId);
+    throw Error(path + ": a state for model " + clip(get("model_id")) + ", this model (" + m.path + ") is " +
+                m.modelId);
   // Every name, dtype and shape is checked from the header before any tensor is converted.
   std::map<std::string, ir::TensorType> types;
   for (const auto& name : f.names()) {
@@ -56,7 +58,7 @@ ir::TensorMap readStateFile(const Model& m, const backend::CompiledModel& compil
       throw Error(path + ": tensor " + quote(name) + ": expected [mlen " + std::to_string(mlen) + ", batch " +
                   std::to_string(batch) + ", width] as its metadata says, got " + ir::shapeStr(t.shape));
   if (frontend::parseSemantics(get("semantics"), path + ": __metadata__/semantics") != m.spec.semantics)
-    throw Error(path + ": __metadata__/semantics: a state of " + get("semantics") + " semantics, this model (" +
+    throw Error(path + ": __metadata__/semantics: a state of " + clip(get("semantics")) + " semantics, this model (" +
                 m.path + ") runs " + frontend::semanticsName(m.spec.semantics) + " semantics");
   frontend::parseInitialMemory(get("initial_memory"), path + ": __metadata__/initial_memory");
   ir::TensorMap state;

@@ -154,7 +154,7 @@ void releaseMapping(int slot) {
   if (slot >= 0 && slot < kMappings) mappings[slot].state.store(0, std::memory_order_release);
 }
 
-MappedFile mapInputFile(const std::string& path, const std::string& what) {
+MappedFile mapInputFile(const std::string& path, const std::string& what, const std::string& displayName) {
   std::uint64_t fileSize = 0;
   const int fd = openRegularFile(path, what, &fileSize);
   const auto size = static_cast<std::size_t>(fileSize);
@@ -166,7 +166,7 @@ MappedFile mapInputFile(const std::string& path, const std::string& what) {
   const int err = errno;
   ::close(fd);
   if (addr == MAP_FAILED) throw Error(oneLine(path) + ": cannot map: " + std::strerror(err));
-  const int slot = registerMapping(addr, size, path);
+  const int slot = registerMapping(addr, size, displayName.empty() ? path : displayName);
   MappedFile m;
   m.owner = std::shared_ptr<void>(addr, [size, slot](void* p) {
     releaseMapping(slot);

@@ -77,12 +77,13 @@ void releaseMapping(int slot);
 // for guardMappedFiles(): `bytes` stay valid while a copy of `owner` lives;
 // the last copy releases the registration and unmaps. Weights, checkpoints
 // and artifacts are read this way, in place. An empty file has no bytes and
-// no owner.
+// no owner. The SIGBUS line names `displayName` when given (a standalone
+// executable maps /proc/self/exe, but is named as it was invoked), else `path`.
 struct MappedFile {
   std::span<const std::byte> bytes;
   std::shared_ptr<void> owner;
 };
-MappedFile mapInputFile(const std::string& path, const std::string& what);
+MappedFile mapInputFile(const std::string& path, const std::string& what, const std::string& displayName = "");
 
 // Whether `p` names a regular file (after symlinks); false on any error.
 bool isFile(const std::filesystem::path& p);

@@ -260,10 +260,10 @@ class SpecReader {
   }
 
   std::int64_t size(std::initializer_list<const char*> names, std::optional<std::int64_t> dflt,
-                    std::int64_t lo = 1) const {
+                    std::int64_t lo = 1, std::int64_t hi = kMaxDim) const {
     Field f = dflt ? find(names) : require(names);
     if (!f) return *dflt;
-    return integer(f, lo, kMaxDim, lo > 0 ? "a positive integer" : "a non-negative integer");
+    return integer(f, lo, hi, lo > 0 ? "a positive integer" : "a non-negative integer");
   }
 
   bool boolean(std::initializer_list<const char*> names, bool dflt) const {
@@ -484,8 +484,8 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
     s.d_embed = f ? s.d_model : (hf ? 1024 : s.d_model);
   }
   s.div_val = r.size({"div_val"}, hf ? 4 : 1);
-  s.tgt_len = r.size({"tgt_len"}, dflt(128));
-  s.mem_len = r.size({"mem_len"}, dflt(1600), 0);
+  s.tgt_len = r.size({"tgt_len"}, dflt(128), 1, kMaxSegmentLength);
+  s.mem_len = r.size({"mem_len"}, dflt(1600), 0, kMaxSegmentLength);
   s.ext_len = r.size({"ext_len"}, 0, 0);
   s.pre_lnorm = r.boolean({"pre_lnorm"}, false);
   s.same_length = r.boolean({"same_length"}, hf);
@@ -493,7 +493,7 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
   s.tie_weight = r.boolean({"tie_weight", "tie_word_embeddings"}, true);
   if (Field f = r.find({"attn_type"})) s.attn_type = r.integer(f, 0, kMaxDim, "0 (relative) or 2 (absolute)");
   if (Field f = r.find({"clamp_len"})) {
-    s.clamp_len = r.integer(f, -1, kMaxDim, "-1 (no clamping) or a non-negative integer");
+    s.clamp_len = r.integer(f, -1, kMaxSegmentLength, "-1 (no clamping) or a non-negative integer");
   } else {
     s.clamp_len = hf ? 1000 : -1;
   }

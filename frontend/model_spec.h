@@ -81,6 +81,10 @@ struct ModelSpec {
 // Limits applied by the validation (documented in docs/MODEL_SPEC.md).
 inline constexpr std::int64_t kMaxDim = 2147483647;                         // any one size
 inline constexpr std::int64_t kMaxLayers = 256;                             // n_layer
+// tgt_len, mem_len, clamp_len: the bound a run's qlen, mem_len and clamp_len
+// have (driver::kMaxLength), checked here so that the message names the
+// spec's key, not a flag the user never gave.
+inline constexpr std::int64_t kMaxSegmentLength = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMaxParameterBytes = std::int64_t{64} << 30;  // f32 weights, 64 GiB
 
 // Validates `j` (reference names or a Hugging Face transfo-xl config) and

@@ -16,6 +16,13 @@ namespace txl::tools {
 CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& what);
 inline CLI::Validator positiveInt() { return integerIn(1, std::int64_t(1) << 40, "a positive integer"); }
 inline CLI::Validator nonNegativeInt() { return integerIn(0, std::int64_t(1) << 40, "a non-negative integer"); }
+// --batch, --qlen, --mem-len, --clamp-len: the bounds checkSetting() applies
+// (driver::kMaxBatch, driver::kMaxLength, docs/ERRORS.md "Limits"), worded as
+// it words them, so that a value is refused the same way wherever it is checked.
+CLI::Validator batchCheck();
+CLI::Validator qlenCheck();
+CLI::Validator memLenCheck();
+CLI::Validator clampLenCheck();
 // --threads: 0 (OpenMP's default) or a count up to the bound txlc accepts.
 inline CLI::Validator threadCountCheck() { return integerIn(0, 4096, "a thread count in [0, 4096]"); }
 // A path: any string but the empty one (which names no file).

@@ -46,6 +46,18 @@ int run(Options& o) {
   if (o.window > 0) o.bench.slidingWindow = o.window;
   o.bench.seed = o.seed;
   const std::vector<BenchCase> cases = benchCases(base, o.batches, o.qlens, o.memLens, o.threads);
+  // Every case is checked before the first probe: the probe's child process
+  // runs with a case's thread count, so a count beyond the bound
+  // (driver/compile.h maxThreads()) must never reach it.
+  for (const BenchCase& c : cases) {
+    if (c.threads > maxThreads())
+      throw Error("--threads: expected a positive integer at most " + std::to_string(maxThreads()) + " (" +
+                  std::to_string(kMaxThreadsPerCore) + " per core this process may use), got " +
+                  std::to_string(c.threads));
+    Setting s = base;
+    s.batch = c.batch, s.qlen = c.qlen, s.memLen = c.memLen, s.threads = c.threads;
+    checkSetting(m.spec, s);
+  }
   const ProbeMode mode = o.noProbe ? ProbeMode::Skip : o.probe ? ProbeMode::Remeasure : ProbeMode::Cached;
   std::map<int, ProbeResult> probes;  // per thread count
   std::vector<BenchReport> reports;
@@ -76,13 +88,13 @@ void registerBench(CLI::App& app, Action& action) {
   cmd->add_option("--seed", o->seed, "seed of the random weights and tokens (default 0)");
   cmd->add_option("--batch", o->batches, "streams per segment; a list runs each (default: 1, or the artifact's)")
       ->delimiter(',')
-      ->check(positiveInt());
+      ->check(batchCheck());
   cmd->add_option("--qlen", o->qlens, "tokens per timed segment; a list runs each (default: the spec's tgt_len)")
       ->delimiter(',')
-      ->check(positiveInt());
+      ->check(qlenCheck());
   cmd->add_option("--mem-len", o->memLens, "remembered positions; a list runs each (default: the spec's mem_len)")
       ->delimiter(',')
-      ->check(nonNegativeInt());
+      ->check(memLenCheck());
   cmd->add_option("--threads", o->threads,
                   "OpenMP threads; a list runs each (default: the machine's physical cores; 0: OpenMP's default)")
       ->delimiter(',')

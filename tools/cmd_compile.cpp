@@ -19,6 +19,7 @@
 #include "driver/compile.h"
 #include "tools/model_flags.h"
 #include "driver/emit.h"
+#include "frontend/atomic_file.h"
 
 namespace txl::tools {
 
@@ -41,8 +42,12 @@ int run(const Options& o) {
   Model m = openModel(o.model.model, so);
   const Setting setting = o.model.setting(m, /*run=*/false);  // recompiling an artifact: its passes unless --passes
   checkMemoryFits(m.spec, setting, m.path);                   // before anything is planned
-  // After the setting is checked: a bad setting is the one error line.
-  if (m.artifact) std::cerr << "txlc: note: recompiling " << m.path << " from its stored spec and weights" << std::endl;
+  // After the setting and the output are checked: a bad setting or output (-o the artifact itself) is the one
+  // error line.
+  if (m.artifact) {
+    frontend::checkOutputPath(o.output);
+    std::cerr << "txlc: note: recompiling " << m.path << " from its stored spec and weights" << std::endl;
+  }
 
   nlohmann::json summary = emitCompiled(m, setting, o.output, o.emit);
   summary["random_weights"] = o.randomWeights;

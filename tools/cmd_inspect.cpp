@@ -205,10 +205,10 @@ void registerInspect(CLI::App& app, Action& action) {
   cmd->add_flag("--memory-plan", o->memoryPlan,
                 "the arena plan of a steady-state segment: buffers, arena, lower bound, state and weight bytes")
       ->excludes(stats);
-  cmd->add_option("--qlen", o->qlen, "segment length (default: the spec's tgt_len)")->check(positiveInt());
+  cmd->add_option("--qlen", o->qlen, "segment length (default: the spec's tgt_len)")->check(qlenCheck());
   cmd->add_option("--mem-len,--mlen", o->mlen, "remembered positions (default: the spec's mem_len)")
-      ->check(nonNegativeInt());
-  cmd->add_option("--batch", o->batch, "batch size (default 1)")->check(positiveInt());
+      ->check(memLenCheck());
+  cmd->add_option("--batch", o->batch, "batch size (default 1)")->check(batchCheck());
   cmd->add_option("--outputs", o->outputs,
                   "the segment's outputs: logprob,nll (default, as run gives them), nll (as score runs), logprob (as "
                   "generate runs) or hidden (neither, as bench runs without --nll)")

@@ -2,6 +2,7 @@
 //
 // Exit codes are in tools/exit_codes.h. stdout carries only the result asked
 // for; every message goes to stderr as one line "txlc: error: ...".
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -34,6 +35,10 @@ int main(int argc, char** argv) {
       return "standalone executable whose model cannot be read: " + oneLine(e.what()) + "\n" + text;
     }
   });
+  // Usage hints name the program as it was invoked: a standalone executable
+  // is not called txlc.
+  std::string program = argc > 0 && argv[0] ? std::filesystem::path(argv[0]).filename().string() : "";
+  program = program.empty() ? "txlc" : oneLine(txl::clip(program));
   Action action;
   txl::frontend::protectInputs();     // -o never replaces a file this command reads
   txl::frontend::guardMappedFiles();  // a mapped file truncated under a run: one error line
@@ -68,12 +73,13 @@ int main(int argc, char** argv) {
       const std::string near = closestName(name, names);
       std::cerr << "txlc: error: unknown command '" << oneLine(txl::clip(name)) << "'"
                 << (near.empty() ? "" : " (did you mean '" + near + "'?)") << "; expected one of: " << known
-                << " (run 'txlc --help')" << std::endl;
+                << " (run '" << program << " --help')" << std::endl;
       return kExitUsage;
     }
     // A flag the command does not take is named first, with the nearest it does take.
     if (const std::string m = unknownFlagMessage(*named.front(), 2, argc, argv); !m.empty()) {
-      std::cerr << "txlc: error: " << oneLine(m) << " (run 'txlc " << name << " --help')" << std::endl;
+      std::cerr << "txlc: error: " << oneLine(m) << " (run '" << program << " " << oneLine(txl::clip(name)) << " --help')"
+                << std::endl;
       return kExitUsage;
     }
   }
@@ -86,7 +92,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "txlc: error: " << oneLine(e.what()) << " (run 'txlc --help')" << std::endl;
+    std::cerr << "txlc: error: " << oneLine(e.what()) << " (run '" << program << " --help')" << std::endl;
     return kExitUsage;
   }
   try {

@@ -17,15 +17,15 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
                             "or to override the model's");
   if (shape == Shape::All)
     batchOpt =
-        cmd.add_option("--batch", batch, "independent streams (default: 1, or the artifact's)")->check(positiveInt());
+        cmd.add_option("--batch", batch, "independent streams (default: 1, or the artifact's)")->check(batchCheck());
   if (shape != Shape::None)
     qlenOpt = cmd.add_option("--qlen", qlen, "tokens per segment (default: the spec's tgt_len, or the artifact's)")
-                  ->check(positiveInt());
+                  ->check(qlenCheck());
   if (shape != Shape::None)
     memLenOpt = cmd.add_option("--mem-len", memLen, "positions of memory kept (default: the spec's mem_len)")
-                    ->check(nonNegativeInt());
+                    ->check(memLenCheck());
   clampLenOpt = cmd.add_option("--clamp-len", clampLen, "clamp relative positions (<= 0: no clamping)")
-                    ->check(integerIn(-(std::int64_t(1) << 40), std::int64_t(1) << 40, "an integer"));
+                    ->check(clampLenCheck());
   cmd.add_flag("--same-length", sameLength, "every query attends to the same number of positions");
   initialMemoryOpt = cmd.add_option("--initial-memory", initialMemory,
                                     "how a stream's memory starts: zeros (mem_len zero rows per layer, as Hugging "
