@@ -8,17 +8,20 @@
 // write that leaves the device a device), quickly, and leave no temporary.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "driver/content_hash.h"
 #include "tests/robustness/run_process.h"
 
 namespace fs = std::filesystem;
@@ -55,6 +58,7 @@ TEST_CASE("FIFOs without a writer are refused as inputs, never waited on", "[rob
     REQUIRE(at != std::string::npos);
   }
   REQUIRE(::mkfifo((dir + "/p").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((dir + "/a.txla").c_str(), 0600) == 0);  // named as an artifact: still never opened blocking
   const std::string model = kSource + "/models/kjv-char";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"compile", "p", "--random-weights", "-o", "out.txla"}, "p: not a regular file or directory"},
@@ -63,6 +67,9 @@ TEST_CASE("FIFOs without a writer are refused as inputs, never waited on", "[rob
       {{"score", model, "p"}, "is a FIFO, expected a text file"},
       {{"score", model, model + "/valid.txt", "--vocab", "p"}, "is a FIFO, expected a vocabulary file"},
       {{"run", model, "--tokens", "1", "--state-in", "p"}, "is a FIFO, expected a safetensors file"},
+      {{"run", "a.txla", "--tokens", "1"}, "a.txla: not a regular file or directory"},
+      {{"run", model, "--tokens-file", "p"}, "p: is a FIFO, expected "},
+      {{"score", model, "p", "--ids"}, "p: is a FIFO, expected "},
   };
   for (const auto& [args, expected] : cases) {
     std::vector<std::string> argv{kTxlc};
@@ -74,6 +81,29 @@ TEST_CASE("FIFOs without a writer are refused as inputs, never waited on", "[rob
     CHECK(oneLine(r).find(expected) != std::string::npos);
   }
   CHECK_FALSE(fs::exists(dir + "/out.txla"));
+  fs::remove_all(dir);
+}
+
+// A character device given as a text: refused by its kind before a byte is
+// read (a copy of /dev/zero, made here: never the system's).
+TEST_CASE("a character device as a text is refused, not read", "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-device-text");
+  if (::mknod((dir + "/zero").c_str(), S_IFCHR | 0600, ::makedev(1, 5)) != 0) {
+    WARN("mknod is not permitted here; the device case is skipped");
+    fs::remove_all(dir);
+    return;
+  }
+  const std::string model = kSource + "/models/kjv-char";
+  for (const auto& args : std::vector<std::vector<std::string>>{{kTxlc, "score", model, "zero"},
+                                                                {kTxlc, "score", model, "zero", "--ids"},
+                                                                {kTxlc, "run", model, "--tokens-file", "zero"}}) {
+    auto r = runProcess(args, dir, kTimeout);
+    INFO(args[1] << " " << args.back() << ": " << r.err);
+    CHECK_FALSE(r.timedOut);
+    CHECK(r.exitCode == 3);
+    CHECK(r.out.empty());
+    CHECK(oneLine(r).rfind("txlc: error: zero: is a character device, expected ", 0) == 0);
+  }
   fs::remove_all(dir);
 }
 
@@ -139,6 +169,48 @@ TEST_CASE("a sparse 1 GiB spec is refused by its size, before it is read", "[rob
   auto r = runProcess({kTxlc, "compile", "big.json", "--random-weights", "-o", "out.txla"}, dir, kTimeout);
   CHECK(r.exitCode == 3);
   CHECK(oneLine(r) == "txlc: error: big.json: 1073741824 bytes; expected a spec JSON file of at most 16777216 bytes");
+  fs::remove_all(dir);
+}
+
+// The manifest is parsed whole, so its length is bounded (64 MiB,
+// driver/artifact.h) before a byte of it is parsed: a sparse artifact whose
+// header and checksum are consistent but whose manifest claims 64 MiB + 1.
+TEST_CASE("a sparse artifact with a manifest over 64 MiB is refused by its length", "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-manifest");
+  auto r = runProcess({kTxlc, "compile", kSource + "/models/kjv-char", "-o", "m.txla"}, dir, kTimeout);
+  REQUIRE(r.exitCode == 0);
+  std::string header(64, '\0');
+  {
+    std::ifstream in(dir + "/m.txla", std::ios::binary);
+    in.read(header.data(), 64);
+    REQUIRE(in.gcount() == 64);
+  }
+  auto put64 = [](std::string& b, std::size_t at, std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) b[at + std::size_t(i)] = char((v >> (8 * i)) & 0xff);
+  };
+  const std::uint64_t mOff = 64, mLen = (std::uint64_t{64} << 20) + 1;
+  const std::uint64_t dOff = (mOff + mLen + 63) / 64 * 64, total = dOff + 8;  // an empty data section
+  put64(header, 16, mOff);
+  put64(header, 24, mLen);
+  put64(header, 32, dOff);
+  put64(header, 40, 0);
+  put64(header, 48, total);
+  std::string image(std::size_t(total), '\0');  // the bytes the checksum covers: the header, then zeros
+  image.replace(0, 64, header);
+  std::string checksum(8, '\0');
+  put64(checksum, 0, txl::driver::contentHash(image.data(), std::size_t(total - 8)));
+  {
+    const int fd = ::open((dir + "/big.txla").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(::pwrite(fd, header.data(), 64, 0) == 64);
+    REQUIRE(::ftruncate(fd, off_t(total)) == 0);  // a hole where the manifest would be
+    REQUIRE(::pwrite(fd, checksum.data(), 8, off_t(total - 8)) == 8);
+    ::close(fd);
+  }
+  r = runProcess({kTxlc, "run", "big.txla", "--tokens", "1"}, dir, kTimeout);
+  CHECK_FALSE(r.timedOut);
+  CHECK(r.exitCode == 3);
+  CHECK(oneLine(r) == "txlc: error: big.txla: manifest of 67108865 bytes; expected at most 67108864");
   fs::remove_all(dir);
 }
 
@@ -310,5 +382,95 @@ TEST_CASE("a standalone executable with a damaged trailer is refused", "[robustn
   CHECK(oneLine(r).find("does not end at byte " + std::to_string(size - 24) + " of the executable") != std::string::npos);
   r = runProcess({dir + "/kjv", "info"}, dir, kTimeout);  // the intact one
   CHECK(r.exitCode == 0);
+  // Usage hints name the executable as invoked, not txlc.
+  r = runProcess({dir + "/kjv", "frob"}, dir, kTimeout);
+  CHECK(r.exitCode == 2);
+  CHECK(oneLine(r).ends_with(" (run 'kjv --help')"));
+  r = runProcess({dir + "/kjv", "score", "--bogus"}, dir, kTimeout);
+  CHECK(r.exitCode == 2);
+  CHECK(oneLine(r) == "txlc: error: unknown flag '--bogus' for 'score' (run 'kjv score --help')");
+  r = runProcess({dir + "/kjv", "score", "-", "--qlen", "0"}, dir, kTimeout);
+  CHECK(r.exitCode == 2);
+  CHECK(oneLine(r) == "txlc: error: --qlen: expected a positive integer, got '0' (run 'kjv --help')");
+  fs::remove_all(dir);
+}
+
+// Files mapped under a run must not change (docs/ERRORS.md, "Mapped files"):
+// an artifact truncated in place while `score` reads it makes the next read
+// of a lost page a SIGBUS, which ends the run with one line naming the file,
+// never a death by the signal.
+TEST_CASE("an artifact truncated while score runs ends with one line naming it", "[robustness][hostile]") {
+  const std::string dir = txl::test::makeTempDir("txlc-sigbus");
+  const std::string model = kSource + "/models/kjv-char";
+  auto r = runProcess({kTxlc, "compile", model, "-o", "m.txla"}, dir, kTimeout);
+  REQUIRE(r.exitCode == 0);
+  std::string text;
+  {
+    std::ifstream in(model + "/valid.txt");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  REQUIRE(!text.empty());
+  {
+    std::ofstream out(dir + "/long.txt");
+    for (int i = 0; i < 20; ++i) out << text;  // scored in about a minute: far longer than the wait below
+  }
+  const int pid = txl::test::startProcess({kTxlc, "score", "m.txla", "long.txt"}, dir, dir + "/out", dir + "/err");
+  // Let it map the artifact and score a while, then cut the file under it.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  int status = 0;
+  const bool endedEarly = ::waitpid(pid, &status, WNOHANG) == pid;
+  if (!endedEarly) REQUIRE(::truncate((dir + "/m.txla").c_str(), 0) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  bool done = endedEarly;
+  while (!done && std::chrono::steady_clock::now() - start < std::chrono::seconds(120)) {
+    done = ::waitpid(pid, &status, WNOHANG) == pid;
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!done) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  std::string err;
+  {
+    std::ifstream in(dir + "/err");
+    err.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  INFO("stderr: " << err);
+  REQUIRE_FALSE(endedEarly);  // the text must outlast the wait
+  CHECK(done);
+  CHECK_FALSE(WIFSIGNALED(status));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(err ==
+        "txlc: error: m.txla: the file changed while txlc was reading it (truncated in place); a weights file or "
+        "artifact must not be modified during a run\n");
+  fs::remove_all(dir);
+}
+
+// Thread-creation failure is one error line, never libgomp's abort: the
+// threads are created up front (driver::applyThreads). Here each thread's
+// stack (the RLIMIT_STACK default, 1 GiB) cannot fit in the child's address
+// space limit (RLIMIT_NPROC would not bind root).
+TEST_CASE("threads that cannot be created end with one line", "[robustness][hostile]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("RLIMIT_AS and ASan's shadow memory do not mix: skipped under ASan");
+  return;
+#endif
+  const std::string dir = txl::test::makeTempDir("txlc-threads");
+  const std::string model = kSource + "/models/kjv-char";
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  const int threads = std::min(8, 4 * std::max(1, cores));  // within the thread bound
+  auto r = runProcess({"/bin/sh", "-c",
+                       "ulimit -s 1048576; ulimit -v 2500000; exec '" + kTxlc + "' run '" + model +
+                           "' --tokens '1 2' --threads " + std::to_string(threads)},
+                      dir, kTimeout);
+  INFO("stderr: " << r.err);
+  CHECK_FALSE(r.timedOut);
+  CHECK(r.signal == 0);
+  CHECK(r.exitCode == 3);
+  CHECK(r.out.empty());
+  CHECK(oneLine(r).rfind("txlc: error: --threads: cannot create " + std::to_string(threads) + " threads (", 0) == 0);
   fs::remove_all(dir);
 }

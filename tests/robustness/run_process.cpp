@@ -77,6 +77,11 @@ int startProcess(const std::vector<std::string>& argv, const std::string& workDi
   return spawn(argv, workDir, "/dev/null", "/dev/null");
 }
 
+int startProcess(const std::vector<std::string>& argv, const std::string& workDir, const std::string& outPath,
+                 const std::string& errPath) {
+  return spawn(argv, workDir, outPath, errPath);
+}
+
 std::string makeTempDir(const std::string& prefix) {
   std::string pattern = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
   if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);

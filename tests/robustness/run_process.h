@@ -26,6 +26,9 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const std::string
 
 // Starts argv in `workDir` (output discarded) and returns its pid.
 int startProcess(const std::vector<std::string>& argv, const std::string& workDir);
+// The same with stdout and stderr written to the files `outPath` and `errPath`.
+int startProcess(const std::vector<std::string>& argv, const std::string& workDir, const std::string& outPath,
+                 const std::string& errPath);
 
 // A fresh empty directory under the system temporary directory.
 std::string makeTempDir(const std::string& prefix);
