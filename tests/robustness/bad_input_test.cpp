@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -24,6 +25,7 @@
 #include "frontend/safetensors.h"
 #include "tests/robustness/run_process.h"
 #include "driver/content_hash.h"
+#include "ir/check.h"
 #include "tools/exit_codes.h"
 
 namespace fs = std::filesystem;
@@ -78,6 +80,13 @@ std::string weightsWith(const std::string& tensor, std::int64_t element, float v
   }
   auto bytes = txl::frontend::serializeSafetensors(tensors);
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// A word vocabulary of the tiny model's 97 symbols: w0 … w94, <eos>, <unk>.
+std::string words97() {
+  std::string v;
+  for (int i = 0; i < 95; ++i) v += "w" + std::to_string(i) + "\n";
+  return v + "<eos>\n<unk>\n";
 }
 
 // A crafted artifact: the manifest of `art` changed by `edit`, the data section
@@ -393,6 +402,23 @@ std::vector<Row> rows(const std::string& dir) {
        3,
        e + "ids.txt: the NLL of token 1 of stream 0 (segment at token 0) is NaN; a weights file or artifact changed "
            "during the run, or the model overflows"},
+      // The same through generate and score --documents (a word vocabulary of the tiny model's 97 symbols).
+      {"output-nan-generate",
+       {{"big.safetensors", weightsWith("word_emb.emb_layers.0.weight", 0, 3e38f)}, {"vocab.txt", words97()}},
+       V{"generate", "spec.json", "--weights", "big.safetensors", "--vocab", "vocab.txt", "--prompt", "w0 w1 w2", "-n",
+         "3", "--no-echo"},
+       3,
+       e + "generate: the log-probability of token id 0 after 3 tokens is NaN; a weights file or artifact changed "
+           "during the run, or the model overflows"},
+      {"output-nan-documents",
+       {{"big.safetensors", weightsWith("word_emb.emb_layers.0.weight", 0, 3e38f)},
+        {"vocab.txt", words97()},
+        {"docs.txt", "w0 w1 w2 w3\n"}},
+       V{"score", "spec.json", "--weights", "big.safetensors", "--vocab", "vocab.txt", "--documents", "docs.txt",
+         "--strict"},
+       3,
+       e + "docs.txt: document 1 (line 1): its NLL is NaN; a weights file or artifact changed during the run, or the "
+           "model overflows (--strict)"},
       // Token ids and text.
       {"tokens-range",
        {},
@@ -548,6 +574,11 @@ std::vector<Row> rows(const std::string& dir) {
        3,
        e + "m.safetensors: __metadata__/semantics: a state of huggingface semantics, this model (t.txla) runs authors "
            "semantics"},
+      {"state-model-id-long",
+       {{"m.safetensors", stateWithMetadata(st, "model_id", std::string(5000000, 'm'))}},
+       V{"run", "t.txla", "--tokens", "1 2", "--qlen", "6", "--state-in", "m.safetensors"},
+       3,
+       e + "m.safetensors: a state for model mm…mm... (5000000 bytes), this model (t.txla) is …"},
       {"state-not-state",
        {},
        V{"run", "t.txla", "--tokens", "1 2", "--qlen", "6", "--state-in", "w.safetensors"},
@@ -586,11 +617,47 @@ std::vector<Row> rows(const std::string& dir) {
        e + "state_dict.pt: a state dict carries no hyperparameters; pass --spec SPEC (a Hugging Face config.json or a "
            "reference-style spec), or put config.json beside it"},
       // Sizes, threads, outputs, quoting.
+      // The command line refuses a size beyond the setting's bound (driver/compile.h) as a usage error.
       {"size-batch-flag",
        {},
        V{"inspect", "spec.json", "--batch", "1099511627776"},
+       2,
+       e + "--batch: expected a positive integer at most 1048576, got '1099511627776' (run 'txlc --help')"},
+      {"size-qlen-flag",
+       {},
+       V{"run", "t.txla", "--tokens", "1", "--qlen", "1048577"},
+       2,
+       e + "--qlen: expected a positive integer at most 1048576, got '1048577' (run 'txlc --help')"},
+      {"spec-tgt-len-huge",
+       {{"bad.json", specWith([](auto& j) { j["tgt_len"] = std::int64_t(1) << 30; })}},
+       V{"inspect", "bad.json"},
        3,
-       e + "--batch: expected a positive integer at most 1048576, got '1099511627776'"},
+       e + "bad.json: /tgt_len: expected a positive integer at most 1048576, got 1073741824"},
+      {"spec-mem-len-huge",
+       {{"bad.json", specWith([](auto& j) { j["mem_len"] = std::int64_t(1) << 30; })}},
+       V{"inspect", "bad.json"},
+       3,
+       e + "bad.json: /mem_len: expected a non-negative integer at most 1048576, got 1073741824"},
+      {"bench-threads-bound",
+       {},
+       V{"bench", "t.txla", "--threads", "2,4096"},
+       3,
+       e + "--threads: expected a positive integer at most … (4 per core this process may use), got 4096"},
+      {"run-output-bound",
+       {{"ids.txt", [] {
+           std::string ids;
+           for (int i = 0; i < 500000; ++i) ids += "1 ";
+           return ids;
+         }()}},
+       V{"run", "t.txla", "--tokens-file", "ids.txt"},
+       3,
+       e + "ids.txt: 500000 positions × 1 streams give 56500000 output values, more than run writes (at most 1 GiB "
+           "of JSON and half of RAM in all); use --no-logprob, --format safetensors -o FILE, or fewer tokens"},
+      {"recompile-output-is-input",
+       {},
+       V{"compile", "t.txla", "-o", "t.txla"},
+       3,
+       e + "t.txla: is an input of this command (t.txla); txlc never overwrites its inputs"},
       {"size-product",
        {},
        V{"inspect", "spec.json", "--batch", "1048576", "--qlen", "1048576"},
@@ -769,7 +836,11 @@ TEST_CASE("a conformance case.json that cannot be read names the field on stderr
   const std::string dir = txl::test::makeTempDir("txlc-bad-case");
   fs::copy(kTests + "/conformance/nomem", dir + "/case", fs::copy_options::recursive);
   const std::string file = dir + "/case/case.json";
+  nlohmann::json hugeBatch = nlohmann::json::parse(readFile(file));
+  hugeBatch["batch"] = std::int64_t(1) << 40;
   const std::vector<std::pair<std::string, std::string>> cases{
+      // The case's field is named, not a flag the user did not give.
+      {hugeBatch.dump(), file + ": /batch: expected a positive integer at most 1048576, got 1099511627776"},
       {R"({"format": "txl-conformance/1", "name": 5})", file + ": /name: expected a string, got a number 5"},
       {R"({"format": 7})", file + ": /format: expected a string, got a number 7"},
       {"[1]", file + ": expected a JSON object, got a JSON array"},
@@ -788,4 +859,58 @@ TEST_CASE("a conformance case.json that cannot be read names the field on stderr
     CHECK(r.out.find("0 passed, 1 failed (1 could not be read)") != std::string::npos);
   }
   fs::remove_all(dir);
+}
+
+// The strict JSON parser is linear: 2 MB of `[{},{},...]` in a spec, a
+// safetensors header and a vocab.json is refused (or read) in well under the
+// limit even under ASan, not rescanned after every object.
+TEST_CASE("2 MB of small JSON objects parse in linear time", "[robustness][cli]") {
+  const std::string dir = txl::test::makeTempDir("txlc-linear-json");
+  makeFixtures(dir);
+  std::string objects = "[";
+  while (objects.size() < (2u << 20)) objects += "{},";
+  objects += "{}]";
+  nlohmann::json spec = tinySpec();
+  writeFile(dir + "/spec-objects.json", spec.dump().substr(0, spec.dump().size() - 1) + ",\"x\":" + objects + "}");
+  writeFile(dir + "/w-objects.safetensors", safetensors("{\"x\":" + objects + "}", 0));
+  fs::create_directory(dir + "/vocab");
+  writeFile(dir + "/vocab/vocab.json", objects);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"compile", "spec-objects.json", "--random-weights", "-o", "out.txla"}, ""},
+      {{"compile", "spec.json", "--weights", "w-objects.safetensors", "-o", "out.txla"}, "w-objects.safetensors: "},
+      {{"score", "t.txla", "spec.json", "--vocab", "vocab/vocab.json"}, "vocab/vocab.json: "},
+  };
+  for (const auto& [args, prefix] : cases) {
+    std::vector<std::string> argv{kTxlc};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto start = std::chrono::steady_clock::now();
+    auto r = runProcess(argv, dir, kTimeout);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    INFO(args[0] << " " << args[1] << ": " << r.err.substr(0, 600));
+    CHECK(seconds < 5.0);
+    CHECK(r.signal == 0);
+    if (prefix.empty()) {
+      CHECK(r.exitCode == 0);  // an unknown key of a spec: a warning, the compile goes on
+    } else {
+      CHECK(r.exitCode == 3);
+      CHECK(r.err.rfind("txlc: error: " + prefix, 0) == 0);
+      CHECK(r.err.find('\n') == r.err.size() - 1);
+    }
+    fs::remove(dir + "/out.txla");
+  }
+  fs::remove_all(dir);
+}
+
+// An internal error names the txlc source below its root, never the build
+// tree's absolute path (ir/check.cpp sourceName()).
+TEST_CASE("an internal error line holds no absolute source path", "[robustness][cli]") {
+  std::string message;
+  try {
+    TXL_CHECK(1 + 1 == 3, "a test of the message");
+  } catch (const txl::InternalError& e) {
+    message = e.what();
+  }
+  CHECK(message.rfind("internal error at tests/robustness/bad_input_test.cpp:", 0) == 0);
+  CHECK(message.find(kSource) == std::string::npos);
+  CHECK(message.find("(a test of the message)") != std::string::npos);
 }
