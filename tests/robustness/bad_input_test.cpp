@@ -914,3 +914,34 @@ TEST_CASE("an internal error line holds no absolute source path", "[robustness][
   CHECK(message.find(kSource) == std::string::npos);
   CHECK(message.find("(a test of the message)") != std::string::npos);
 }
+
+// A standalone executable's errors name it as invoked: its embedded
+// artifact's vocabulary (72 symbols for a model of 73) is reported under the
+// executable's name, not the placeholder of the embedded model.
+TEST_CASE("a standalone executable's vocabulary error names the executable", "[robustness][cli]") {
+  const std::string dir = txl::test::makeTempDir("txlc-exe-vocab");
+  auto r = runProcess({kTxlc, "compile", kSource + "/models/kjv-char", "--emit", "exe", "-o", "kjv"}, dir, kTimeout);
+  REQUIRE(r.exitCode == 0);
+  const std::string exe = readFile(dir + "/kjv");
+  auto get64 = [&](std::size_t at) {
+    std::uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | std::uint8_t(exe[at + std::size_t(i)]);
+    return v;
+  };
+  const std::size_t offset = get64(exe.size() - 24), length = get64(exe.size() - 16);
+  REQUIRE(offset + length + 24 == exe.size());
+  const std::string art = artifactWithManifest(exe.substr(offset, length), [](nlohmann::json& m) {
+    REQUIRE(m["vocabulary"]["symbols"].size() == 73);
+    m["vocabulary"]["symbols"].erase(72);
+  });
+  std::string trailer = exe.substr(exe.size() - 24);
+  for (int i = 0; i < 8; ++i) trailer[8 + std::size_t(i)] = char((std::uint64_t(art.size()) >> (8 * i)) & 0xff);
+  writeFile(dir + "/kjv-bad", exe.substr(0, offset) + art + trailer);
+  fs::permissions(dir + "/kjv-bad", fs::perms::owner_all);
+  r = runProcess({dir + "/kjv-bad", "info"}, dir, kTimeout);
+  INFO("stderr: " << r.err);
+  CHECK(r.exitCode == 3);
+  CHECK(r.out.empty());
+  CHECK(r.err == "txlc: error: " + dir + "/kjv-bad: manifest /vocabulary: 72 symbols, expected the model's n_token (73)\n");
+  fs::remove_all(dir);
+}
