@@ -16,8 +16,8 @@ std::vector<std::int64_t> encodePrompt(const frontend::Vocabulary& vocab, const 
   return ids;
 }
 
-Generator::Generator(backend::Session& session, std::int64_t qlen, const SamplerOptions& options)
-    : session_(session), qlen_(std::max<std::int64_t>(qlen, 1)), sampler_(options) {
+Generator::Generator(backend::Session& session, std::int64_t qlen, const SamplerOptions& options, std::string source)
+    : session_(session), qlen_(std::max<std::int64_t>(qlen, 1)), source_(std::move(source)), sampler_(options) {
   checkSamplerOptions(options);
 }
 
@@ -29,7 +29,7 @@ void Generator::feed(std::span<const std::int64_t> ids) {
   const std::int64_t nToken = out.logprob->shape().back();
   const float* last = out.logprob->data<float>() + (n - 1) * nToken;
   if (const std::int64_t k = firstNonFinite(last, nToken); k >= 0)
-    throwNonFinite("generate", "the log-probability of token id " + std::to_string(k) + " after " +
+    throwNonFinite(source_, "the log-probability of token id " + std::to_string(k) + " after " +
                                    std::to_string(fed_ + n) + " tokens",
                    last[k]);
   fed_ += n;

@@ -30,8 +30,10 @@ std::vector<std::int64_t> encodePrompt(const frontend::Vocabulary& vocab, const 
 
 class Generator {
  public:
-  // `session` must outlive the generator; `qlen` is the prompt's segment length.
-  Generator(backend::Session& session, std::int64_t qlen, const SamplerOptions& options);
+  // `session` must outlive the generator; `qlen` is the prompt's segment length;
+  // `source` (the model's path) names where a non-finite log-probability came from.
+  Generator(backend::Session& session, std::int64_t qlen, const SamplerOptions& options,
+            std::string source = "generate");
   // Feeds the prompt (at least one token).
   void feedPrompt(std::span<const std::int64_t> prompt);
   // The next token: feeds the one chosen before (if any), then samples.
@@ -44,6 +46,7 @@ class Generator {
 
   backend::Session& session_;
   std::int64_t qlen_;
+  std::string source_;
   Sampler sampler_;
   std::vector<float> row_;  // the distribution of the next token
   std::int64_t pending_ = -1;

@@ -41,7 +41,7 @@ int run(const Options& o) {
 
   auto compiled = compile(m, setting);
   backend::Session session(compiled);
-  Generator generator(session, setting.qlen, o.sampler);
+  Generator generator(session, setting.qlen, o.sampler, m.path);
   noteReplanning(m, setting);
   const auto start = std::chrono::steady_clock::now();
 

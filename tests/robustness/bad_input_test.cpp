@@ -408,7 +408,7 @@ std::vector<Row> rows(const std::string& dir) {
        V{"generate", "spec.json", "--weights", "big.safetensors", "--vocab", "vocab.txt", "--prompt", "w0 w1 w2", "-n",
          "3", "--no-echo"},
        3,
-       e + "generate: the log-probability of token id 0 after 3 tokens is NaN; a weights file or artifact changed "
+       e + "spec.json: the log-probability of token id 0 after 3 tokens is NaN; a weights file or artifact changed "
            "during the run, or the model overflows"},
       {"output-nan-documents",
        {{"big.safetensors", weightsWith("word_emb.emb_layers.0.weight", 0, 3e38f)},
