@@ -415,10 +415,23 @@ TEST_CASE("an artifact truncated while score runs ends with one line naming it",
     for (int i = 0; i < 20; ++i) out << text;  // scored in about a minute: far longer than the wait below
   }
   const int pid = txl::test::startProcess({kTxlc, "score", "m.txla", "long.txt"}, dir, dir + "/out", dir + "/err");
-  // Let it map the artifact and score a while, then cut the file under it.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Once the artifact is mapped (it shows in the child's /proc/PID/maps) and
+  // scoring has started, cut the file under it.
+  auto mapped = [&] {
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::string line;
+    while (std::getline(maps, line))
+      if (line.ends_with("/m.txla")) return true;
+    return false;
+  };
   int status = 0;
-  const bool endedEarly = ::waitpid(pid, &status, WNOHANG) == pid;
+  bool endedEarly = false;
+  for (const auto t0 = std::chrono::steady_clock::now();
+       !mapped() && !endedEarly && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60);)
+    if (!(endedEarly = ::waitpid(pid, &status, WNOHANG) == pid))
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (!endedEarly) endedEarly = ::waitpid(pid, &status, WNOHANG) == pid;
   if (!endedEarly) REQUIRE(::truncate((dir + "/m.txla").c_str(), 0) == 0);
   const auto start = std::chrono::steady_clock::now();
   bool done = endedEarly;
