@@ -54,8 +54,10 @@ int run(Options& o) {
       throw Error("--threads: expected a positive integer at most " + std::to_string(maxThreads()) + " (" +
                   std::to_string(kMaxThreadsPerCore) + " per core this process may use), got " +
                   std::to_string(c.threads));
-    Setting s = base;
-    s.batch = c.batch, s.qlen = c.qlen, s.memLen = c.memLen, s.threads = c.threads;
+    Setting s = base;  // as runBench() sets it up (driver/bench.cpp)
+    s.batch = c.batch, s.threads = c.threads;
+    s.qlen = o.bench.slidingWindow ? 1 : c.qlen;
+    s.memLen = o.bench.slidingWindow ? *o.bench.slidingWindow - 1 : c.memLen;
     checkSetting(m.spec, s);
   }
   const ProbeMode mode = o.noProbe ? ProbeMode::Skip : o.probe ? ProbeMode::Remeasure : ProbeMode::Cached;
