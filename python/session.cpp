@@ -142,7 +142,11 @@ struct PySession {
   }
 
   // Runs one segment; the outputs are copied into arrays allocated here (or reused: reusedArray).
-  Output forward(const py::object& tokens, const py::object& targets, bool logprob, bool hidden) {
+  // With `packed`, the Output object holding them is set there before the segment runs: after a
+  // segment that streamed the weights the interpreter's data is out of the caches, so only the
+  // copies, the GIL and the return are left for then.
+  Output forward(const py::object& tokens, const py::object& targets, bool logprob, bool hidden,
+                 py::object* packed = nullptr) {
     releaseIdleOutputs();
     TokenArray in = tokenArray(tokens, "tokens");
     std::optional<TokenArray> tg;
@@ -167,6 +171,7 @@ struct PySession {
     if (shapeOk && hidden) hp = result(out.hidden, shape(info.dModel));
     if (shapeOk && logprob) lpp = result(out.logprob, shape(info.nToken));
     if (shapeOk && tg) np = result(out.nll, shape(std::nullopt));
+    if (packed) *packed = py::reinterpret_steal<py::object>(outputObject(Output{out.hidden, out.logprob, out.nll}));
     {
       py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex);
@@ -356,9 +361,10 @@ PyObject* forwardMethod(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     auto holder = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
     if (!holder.holder_constructed()) throw py::type_error("forward(): a Session not made by Model.session()");
     PySession& s = *holder.holder<std::shared_ptr<PySession>>();
-    Output out = s.forward(py::reinterpret_borrow<py::object>(given[0]),
-                           given[1] ? py::reinterpret_borrow<py::object>(given[1]) : py::none(), logprob, true);
-    return s.outputObject(std::move(out));
+    py::object result;
+    s.forward(py::reinterpret_borrow<py::object>(given[0]),
+              given[1] ? py::reinterpret_borrow<py::object>(given[1]) : py::none(), logprob, true, &result);
+    return result.release().ptr();
   } catch (...) {
     setPythonError();
     return nullptr;
