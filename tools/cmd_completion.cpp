@@ -94,7 +94,8 @@ void registerCompletion(CLI::App& app, Action& action) {
   auto shell = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("completion", "print a shell completion script: source <(txlc completion bash)");
   cmd->add_option("shell", *shell, "the shell: bash")->required()->check(CLI::IsMember({"bash"}));
-  cmd->callback([&app, &action] {
+  // The callback holds `shell`: the option writes into it while parsing, after this function returned.
+  cmd->callback([&app, &action, shell] {
     action = [&app] {
       std::cout << bashScript(app) << std::flush;
       return kExitOk;
