@@ -113,7 +113,7 @@ class Reader {
     const auto n = get<std::uint64_t>();
     TXL_CHECK(pos_ + n * sizeof(T) <= b_.size(), "a message from another rank is truncated");
     std::vector<T> v(n);
-    std::memcpy(v.data(), b_.data() + pos_, n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), b_.data() + pos_, n * sizeof(T));  // an empty vector's data() may be null
     pos_ += n * sizeof(T);
     return v;
   }
