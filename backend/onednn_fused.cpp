@@ -262,6 +262,27 @@ const std::uint32_t* Lowering::positionPairs(const View& rt, kernels::RelAttenti
   return static_cast<const std::uint32_t*>(packed->mem.get_data_handle()) + lead;
 }
 
+// The row-wise path (relAttentionRowwise: one query row) reads the position
+// table as bf16 rows (RelAttentionArgs::rtRows): packed once per model as
+// [K, H, D] bf16 from the whole constant table, so that a position's rows of
+// every head are contiguous, as a key's are in K; each plan's view a suffix
+// of K's positions, as for positionPairs. Null under the same conditions.
+const std::uint16_t* Lowering::positionRows(const View& rt, kernels::RelAttentionArgs& a) {
+  const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
+  if (!kernels::relAttentionRowwise(a.shape) || !isConstant(rt) || rt.offset % sizeof(float) != 0 ||
+      a.rtHead != d * a.rtDim || lead + a.shape.k != a.rtDim)
+    return nullptr;
+  const std::int64_t positions = a.rtDim;
+  const memory::desc plainMd({heads, positions, d}, memory::data_type::f32, {a.rtHead, 1, positions});
+  const memory::desc rowsMd({heads, positions, d}, memory::data_type::bf16, {d, heads * d, 1});
+  const PackedWeights::Source source{plan_.buffers[rt.buffer].weight, 0};
+  auto packed = packs_.get(plan_.ptr(rt) - rt.offset, plainMd, rowsMd, plan_.engine, nullptr, &source);
+  plan_.constantBytes += rowsMd.get_size();
+  plan_.packs.push_back(packed);
+  a.rtRowsHead = d, a.rtRowsPos = heads * d;
+  return static_cast<const std::uint16_t*>(packed->mem.get_data_handle()) + lead * heads * d;
+}
+
 void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out) {
   const ir::Shape& q = ops[0].type.shape;
   kernels::RelAttentionArgs a;
@@ -280,13 +301,15 @@ void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const
   a.scale = static_cast<float>(g_.op(n).attrs.getFloat("scale"));
   a.kvBf16 = ops[2].type.dtype == ir::DType::BF16;
   TXL_CHECK(ops[3].type.dtype == ops[2].type.dtype, "rel_attention: k and v of two dtypes");
-  const std::uint32_t* rt2 = a.kvBf16 ? positionPairs(rt, a) : nullptr;
+  const std::uint16_t* rtRows = a.kvBf16 ? positionRows(rt, a) : nullptr;
+  const std::uint32_t* rt2 = a.kvBf16 && !rtRows ? positionPairs(rt, a) : nullptr;
   const bool padded = ops.size() == 7;
-  addKernel(n, "txl:rel_attention", [p = &plan_, ops, out, a, padded, rt2]() mutable {
+  addKernel(n, "txl:rel_attention", [p = &plan_, ops, out, a, padded, rt2, rtRows]() mutable {
     auto f32 = [p](const View& v) { return reinterpret_cast<float*>(p->ptr(v)); };
     a.qu = f32(ops[0]), a.qv = f32(ops[1]), a.k = p->ptr(ops[2]), a.v = p->ptr(ops[3]), a.rt = f32(ops[4]);
     a.mask = f32(ops[5]);
     a.rt2 = rt2;
+    a.rtRows = rtRows;
     a.pad = padded ? f32(ops[6]) : nullptr;
     a.out = f32(out);
     kernels::relAttention(a);

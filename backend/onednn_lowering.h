@@ -79,6 +79,7 @@ class Lowering {
   void lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   // rel_attention's position table as bf16 pairs of d, or null (onednn_fused.cpp).
   const std::uint32_t* positionPairs(const View& rt, kernels::RelAttentionArgs& a);
+  const std::uint16_t* positionRows(const View& rt, kernels::RelAttentionArgs& a);
   void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
   void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
   // A linear or fused_linear over a quantized weight (View::quantized):

@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "backend/platform.h"
+#include "backend/rel_attention_keys.h"
 #include "backend/vector_exp.h"
 #include "ir/bf16.h"
 
@@ -138,14 +139,7 @@ float kvAt(const HeadView& hv, const char* base, I pos, I j, I c) {
                         : reinterpret_cast<const float*>(base)[at];
 }
 
-// Unmasked keys of one query row lie in [first, last] (first > last: none).
-// band: the mask is 0 on every key of [first, last] (only pad may mask one
-// there), so a block's lanes follow from the range and pad without reading
-// the mask (the causal and same-length masks: each row a band).
-struct KeyRange {
-  I first, last;
-  bool band = false;
-};
+using detail::KeyRange;
 
 bool keyMasked(const RelAttentionArgs& a, I i, I j) {
   return a.mask[i * a.shape.k + j] != 0.0f || (a.pad && a.pad[j] != 0.0f);
@@ -291,26 +285,6 @@ void portableTask(const RelAttentionArgs& a, const Task& t, const KeyRange* rowK
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma"), always_inline)) inline
 // One GNU attribute list (clang takes no [[...]] after __attribute__).
 #define TXL_AVX512_INLINE __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"), always_inline)) inline
-
-// e^d for d <= 0 on 16 lanes (d = -inf included: clamped, then zeroed by
-// the caller's mask): 2^t, t = d log2(e), as 2^(t - n) by a degree-6
-// polynomial (Chebyshev interpolation on [-1/2, 1/2], 1e-7 relative) scaled
-// by 2^n with scalef. 11 instructions where expNonPositive's form takes 18:
-// at d = 64 the exps are a third of the kernel's FMA-port work otherwise.
-TXL_AVX512_INLINE __m512 exp16(__m512 d) {
-  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
-  const __m512 x = _mm512_max_ps(d, _mm512_set1_ps(-87.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_fmsub_ps(x, log2e, n);  // t - n in [-1/2, 1/2], t rounded once
-  __m512 p = _mm512_set1_ps(1.5461444855e-4f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3400427997e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6180569381e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503271520e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650719e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718246e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 
 TXL_AVX512_INLINE __mmask16 laneMask(I lo, I hi) {  // lanes [lo, hi) of 16, clamped
   lo = std::clamp<I>(lo, 0, 16), hi = std::clamp<I>(hi, 0, 16);
@@ -718,7 +692,7 @@ TXL_AVX512_INLINE float softmaxRow(const BlockView& bv, I i, const KeyRange& key
   const __m512 mv = _mm512_set1_ps(mNew);
   __m512 sum = _mm512_setzero_ps();
   for (int z = 0; z < 4; ++z) {
-    s[z] = _mm512_maskz_mov_ps(ok[z], exp16(_mm512_sub_ps(s[z], mv)));
+    s[z] = _mm512_maskz_mov_ps(ok[z], expNonPositive16(_mm512_sub_ps(s[z], mv)));
     sum = _mm512_add_ps(sum, s[z]);
   }
   m = mNew;
@@ -1033,12 +1007,17 @@ bool relAttentionPairs(const RelAttentionShape& s) {
 }
 
 void relAttention(const RelAttentionArgs& a) {
-  if (a.kvBf16 && relAttentionPairs(a.shape)) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
+  if (a.kvBf16 && a.rtRows && relAttentionRowwise(a.shape)) detail::relAttentionRows(a);
+  else if (a.kvBf16 && relAttentionPairs(a.shape)) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
   else if (platform().avx512) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
   else runTasks(a, unmaskedKeys, portableTask);
 }
 
 namespace detail {
+
+KeyRange unmaskedKeyRange(const RelAttentionArgs& a, std::int64_t i) {
+  return platform().avx512 ? unmaskedKeysAvx512(a, i) : unmaskedKeys(a, i);
+}
 
 void relAttentionPortable(const RelAttentionArgs& a) { runTasks(a, unmaskedKeys, portableTask); }
 

@@ -53,6 +53,11 @@ struct RelAttentionArgs {
   // The bf16-key path (relAttentionPairs) then reads it instead of rt.
   const std::uint32_t* rt2 = nullptr;
   std::int64_t rt2Head = 0, rt2Dim = 0;
+  // Optionally rt in bf16 rows of positions (any d): element (h, p, c) at
+  // h * rtRowsHead + p * rtRowsPos + c holds rt(h, c, p). With bf16 keys the
+  // row-wise path (relAttentionRowwise) reads it instead of rt.
+  const std::uint16_t* rtRows = nullptr;
+  std::int64_t rtRowsHead = 0, rtRowsPos = 0;
   const float* mask = nullptr;  // [q, k] dense, nonzero: masked
   const float* pad = nullptr;   // [batch, k] dense, nonzero: a padding key of stream b; may be null
   float scale = 1.0f;
@@ -74,7 +79,19 @@ void relAttention(const RelAttentionArgs& a);
 // when given.
 bool relAttentionPairs(const RelAttentionShape& s);
 
+// Whether relAttention takes the row-wise path for bf16 keys of shape `s`
+// when RelAttentionArgs::rtRows is given (rel_attention_rows.cpp): a CPU
+// with AVX512-BF16 and a single query row (a generated token), where every
+// key, value and position row is read once, so the block-wise path's
+// transposes and its position table's one stream per pair of d are pure
+// overhead on a memory-bound call.
+bool relAttentionRowwise(const RelAttentionShape& s);
+
 namespace detail {
+
+// The row-wise path for any q (bf16 keys and values, rtRows given, a CPU
+// with AVX512-BF16): for tests, and for relAttention where it applies.
+void relAttentionRows(const RelAttentionArgs& a);
 
 // relAttention on the portable path (plain loops, same block anchoring and
 // arithmetic order), whatever the CPU: for tests.

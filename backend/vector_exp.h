@@ -10,7 +10,12 @@
 // below -87 are clamped there (e^-87 ~ 1.6e-38, the bottom of f32's normal
 // range): for a softmax or a sum of exps whose largest term is 1, they are
 // 0 to within f32 rounding. Positive arguments are outside its contract.
+//
+// expNonPositive16 is the AVX-512 form the attention kernels call on 16
+// lanes at once (rel_attention.cpp, rel_attention_rows.cpp).
 #pragma once
+
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +40,27 @@ namespace txl::backend::kernels {
   float twoN;
   std::memcpy(&twoN, &bits, sizeof twoN);
   return d == -std::numeric_limits<float>::infinity() ? 0.0f : p * twoN;
+}
+
+// e^d for d <= 0 on 16 lanes (d = -inf included: clamped, then zeroed by
+// the caller's mask): 2^t, t = d log2(e), as 2^(t - n) by a degree-6
+// polynomial (Chebyshev interpolation on [-1/2, 1/2], 1e-7 relative) scaled
+// by 2^n with scalef. 11 instructions where expNonPositive's form takes 18:
+// at d = 64 the exps are a third of the attention's FMA-port work otherwise.
+// Callable from functions compiled for AVX-512 (its target attribute).
+__attribute__((target("avx512f"), always_inline)) inline __m512 expNonPositive16(__m512 d) {
+  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+  const __m512 x = _mm512_max_ps(d, _mm512_set1_ps(-87.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_fmsub_ps(x, log2e, n);  // t - n in [-1/2, 1/2], t rounded once
+  __m512 p = _mm512_set1_ps(1.5461444855e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3400427997e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6180569381e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503271520e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650719e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718246e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
 }
 
 }  // namespace txl::backend::kernels

@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/platform.h"
 #include "backend/rel_attention.h"
 #include "ir/bf16.h"
 
@@ -37,6 +38,7 @@ struct Problem {
   std::vector<float> qu, qv, kv, rt, mask, pad, out;
   std::vector<std::uint16_t> kv16;  // when not empty: kv in bf16, passed instead of kv
   std::vector<std::uint32_t> rt2;   // when not empty: rt in bf16 pairs of d (RelAttentionArgs::rt2)
+  std::vector<std::uint16_t> rtRows;  // when not empty: rt in bf16 rows of positions (RelAttentionArgs::rtRows)
   I rtLead = 0;  // rt's rows start with this many unused columns (a suffix of a longer table)
   float scale = 0.37f;
 
@@ -55,6 +57,7 @@ struct Problem {
     a.rtDim = shape.k + rtLead;
     a.rtHead = d * a.rtDim;
     if (!rt2.empty()) a.rt2 = rt2.data() + rtLead, a.rt2Dim = a.rtDim, a.rt2Head = d / 2 * a.rtDim;
+    if (!rtRows.empty()) a.rtRows = rtRows.data() + rtLead * H * d, a.rtRowsHead = d, a.rtRowsPos = H * d;
     a.mask = mask.data();
     a.pad = pad.empty() ? nullptr : pad.data();
     a.scale = scale;
@@ -63,6 +66,16 @@ struct Problem {
     return a;
   }
 };
+
+// rtRows of p.rt (any d), position-major as the lowering packs it: rt[h][c][p] at (p, h, c).
+std::vector<std::uint16_t> rowTable(const Problem& p) {
+  const I d = p.shape.d, dim = p.shape.k + p.rtLead;
+  std::vector<std::uint16_t> out;
+  for (I j = 0; j < dim; ++j)
+    for (I h = 0; h < p.shape.heads; ++h)
+      for (I c = 0; c < d; ++c) out.push_back(txl::ir::floatToBf16(p.rt[(h * d + c) * dim + j]));
+  return out;
+}
 
 std::vector<float> randomVector(std::size_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -285,23 +298,28 @@ TEST_CASE("rel_attention: bf16 keys and values") {
   };
   std::uint32_t seed = 40;
   for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 8, 1, 300, 64},
-                        Case{1, 2, 7, 130, 33}, Case{2, 2, 9, 140, 6}})
+                        Case{1, 2, 7, 130, 33}, Case{2, 2, 9, 140, 6}, Case{3, 2, 1, 100, 17}, Case{2, 3, 1, 67, 41},
+                        Case{1, 2, 1, 33, 32}})
+    for (MaskKind kind : {MaskKind::SameLength, MaskKind::Random})
     for (bool withPad : {false, true}) {
-      Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, MaskKind::SameLength, withPad, seed++);
+      Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, kind, withPad, seed++);
       rounded(p.kv);
       rounded(p.qu);
       rounded(p.qv);
       rounded(p.rt);
-      INFO("q " << c.q << " k " << c.k << " d " << c.d << " pad " << withPad);
+      INFO("q " << c.q << " k " << c.k << " d " << c.d << " mask " << int(kind) << " pad " << withPad);
       const std::vector<double> want = reference(p);
       const std::vector<float> portable = run(p, detail::relAttentionPortable),
                                widened = run(p, detail::relAttentionWidened);
       p.kv16 = toBf16(p.kv);
       if (c.d % 2 == 0) p.rt2 = pairTable(p);  // read by the pair path only
-      for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPaired),
-                            Kernel(detail::relAttentionPortable), Kernel(detail::relAttentionWidened)}) {
+      p.rtRows = rowTable(p);                   // read by the row-wise path only
+      std::vector<Kernel> kernels{Kernel(relAttention), Kernel(detail::relAttentionPaired),
+                                  Kernel(detail::relAttentionPortable), Kernel(detail::relAttentionWidened)};
+      if (txl::backend::platform().avx512Bf16) kernels.push_back(Kernel(detail::relAttentionRows));
+      for (Kernel kernel : kernels) {
         const std::vector<float> got = run(p, kernel);
-        const bool paired = kernel == Kernel(detail::relAttentionPaired) ||
+        const bool paired = kernel == Kernel(detail::relAttentionPaired) || kernel == Kernel(detail::relAttentionRows) ||
                             (kernel == Kernel(relAttention) && relAttentionPairs(p.shape));
         requireClose(got, want, paired ? 1.0 / 256 : 1e-5);
         if (kernel == Kernel(relAttention) && !relAttentionPairs(p.shape))
@@ -313,6 +331,7 @@ TEST_CASE("rel_attention: bf16 keys and values") {
         Problem e = prependMaskedKeys(p, 37);
         e.kv16 = toBf16(e.kv);
         if (c.d % 2 == 0) e.rt2 = pairTable(e);
+        e.rtRows = rowTable(e);
         const std::vector<float> padded = run(e, kernel);
         REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
       }
@@ -368,4 +387,50 @@ TEST_CASE("rel_attention: speed", "[.bench]") {
                 sh.name, omp_get_max_threads(), ms, flops / ms * 1e-6, best, flops / best * 1e-6);
     CHECK(std::isfinite(ms));
   }
+}
+
+TEST_CASE("rel_attention: one query row against state in memory", "[.bench]") {
+  // A generated token of enwik8 base at bf16: 12 layers' keys, values and
+  // position tables (78 MB, beyond the caches), one call per layer in
+  // turn; the row-wise path (rtRows) against the block-wise pair path (rt2),
+  // alternated.
+  if (!txl::backend::platform().avx512Bf16) return;
+  const RelAttentionShape s{1, 8, 1, 2101, 64};
+  constexpr int kLayers = 12;
+  std::vector<Problem> layers;
+  for (int l = 0; l < kLayers; ++l) {
+    Problem p = makeProblem(s, MaskKind::SameLength, false, 100 + l);
+    std::mt19937 rng(5);
+    p.mask = makeMask(s.q, s.k, MaskKind::SameLength, rng, s.k - s.q);
+    for (float x : p.kv) p.kv16.push_back(txl::ir::floatToBf16(x));
+    const I d = s.d, dim = s.k + p.rtLead;
+    for (I h = 0; h < s.heads; ++h) {
+      for (I c = 0; c < d / 2; ++c)
+        for (I j = 0; j < dim; ++j)
+          p.rt2.push_back(std::uint32_t(txl::ir::floatToBf16(p.rt[(h * d + 2 * c) * dim + j])) |
+                          std::uint32_t(txl::ir::floatToBf16(p.rt[(h * d + 2 * c + 1) * dim + j])) << 16);
+    }
+    p.rtRows = rowTable(p);
+    p.kv.clear(), p.kv.shrink_to_fit(), p.rt.assign(1, 0.0f);
+    layers.push_back(std::move(p));
+  }
+  std::vector<double> rows, pairs;
+  for (int r = 0; r < 60; ++r)
+    for (bool rowwise : {true, false}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (Problem& p : layers) {
+        RelAttentionArgs a = p.args();
+        if (!rowwise) a.rtRows = nullptr;
+        relAttention(a);
+      }
+      (rowwise ? rows : pairs).push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  for (auto* v : {&rows, &pairs}) std::sort(v->begin(), v->end());
+  const double bytes = kLayers * double(s.heads) * s.k * s.d * 2 * 3;
+  std::printf("rel_attention, one row, 12 layers, threads %d: row-wise median %.3f ms (%.1f GB/s), best %.3f; "
+              "block-wise pairs median %.3f ms (%.1f GB/s), best %.3f\n",
+              omp_get_max_threads(), rows[rows.size() / 2], bytes / rows[rows.size() / 2] * 1e-6, rows.front(),
+              pairs[pairs.size() / 2], bytes / pairs[pairs.size() / 2] * 1e-6, pairs.front());
+  CHECK(std::isfinite(rows.front()));
 }

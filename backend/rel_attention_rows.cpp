@@ -1,0 +1,390 @@
+// backend/rel_attention_rows.cpp - relAttention's row-wise path
+// (rel_attention.h): a query row at a time against bf16 keys and values, on
+// a CPU with AVX512-BF16. relAttention takes it for a single query row (a
+// generated token, relAttentionRowwise) when the lowering gives the position
+// table as bf16 rows (RelAttentionArgs::rtRows).
+//
+// Why: with one query row every key, value and position row is used once,
+// so the call is a stream of 3 x d x 2 bytes per key and head (enwik8 base:
+// 78 MB per token over 12 layers) and should run at memory speed. The
+// block-wise path is built for many rows: it transposes each key block and
+// interleaves each value block into L1 tiles (work that pays once the tiles
+// serve many rows), and reads the position table as pairs of d in
+// [d / 2, positions] rows, one stream per pair (32 streams of 256 bytes per
+// block), which the prefetchers do not follow.
+//
+// Algorithm, per task (stream b, head h) and query row i:
+//   1. Scores of the row's keys [first, last] (rel_attention_keys.h), 16 at
+//      a time: per key one accumulator of pair products (vdpbf16ps)
+//      qu_i · k_j + qv_i · r_p, p = j + q - 1 - i (the relative shift as an
+//      index; r_p = 0 for p >= k), straight from the rows in memory: a bf16
+//      row of d <= 64 is one or two zmm of pairs, vdpbf16ps's operand, and
+//      qu_i, qv_i are rounded to bf16 pairs once. The 16 accumulators reduce
+//      to one vector of 16 scores (reduce16; the keys are loaded in the
+//      order that leaves key n in lane n). Scale; masked keys and pad to
+//      -inf; stored in a per-thread buffer; running max.
+//   2. Per 32 keys: p = exp(s - max) (0 where masked), l += p, p rounded to
+//      bf16 pairs (keys 2m, 2m + 1), and O += p V as pair products against
+//      two value rows interleaved by 16-bit unpacks. The unpacks permute d
+//      within each 128-bit lane, the same way for every key: O stays in
+//      that order and is put back once, at the end.
+//   3. out_i = O / l, or NaN where every key of the row is masked.
+//
+// Blocks of 16 and 32 keys start at the row's first unmasked key, so keys
+// prepended with pad = 1 (a padded warm-up plan) change no bit of the result,
+// and keys before it are never read (their V may hold NaN). The roundings
+// are those of the block-wise pair path (qu, qv, the position table and the
+// probabilities in bf16; sums in f32), summed in another order.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "backend/platform.h"
+#include "backend/rel_attention.h"
+#include "backend/rel_attention_keys.h"
+#include "backend/vector_exp.h"
+#include "ir/check.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
+// -Wuninitialized reports once inlined (GCC bug 105593): silenced for them.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace txl::backend::kernels {
+
+namespace {
+
+using I = std::int64_t;
+using detail::KeyRange;
+
+constexpr I kMaxD = 64;
+constexpr I kRowwiseRows = 1;  // query rows up to which relAttention takes this path
+constexpr I kMaxHeads = 64;  // the row-wise path's heads at most (relAttentionRowwise)
+constexpr I kAhead = 1;  // groups of keys ahead that a group's rows are prefetched
+constexpr I kChunk = 128;  // keys per task of a phase: a multiple of 32, fixed (the sums' order does not depend on the threads)
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+#define TXL_ROWS __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
+#define TXL_ROWS_INLINE \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma"), always_inline)) inline
+
+TXL_ROWS_INLINE __mmask16 laneMask(I n) {  // lanes [0, n) of 16, clamped
+  n = std::clamp<I>(n, 0, 16);
+  return static_cast<__mmask16>((1u << n) - 1u);
+}
+
+inline __mmask32 wordMask(I n) {  // words [0, n) of 32, clamped
+  n = std::clamp<I>(n, 0, 32);
+  return n == 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << n) - 1u);
+}
+
+// The fixed facts of one call: pointers and strides in elements. Keys and
+// values are bf16, as is the position table (rtRows).
+struct Call {
+  const RelAttentionArgs* a;
+  I batch, heads, q, keys, d;
+  __mmask32 cols[2];  // the words of d in each half (32 bf16) of a row
+};
+
+template <int Halves>
+TXL_ROWS_INLINE void loadRow(const Call& c, const std::uint16_t* row, __m512i (&x)[2]) {
+  for (int h = 0; h < Halves; ++h) x[h] = _mm512_maskz_loadu_epi16(c.cols[h], row + 32 * h);
+}
+
+// The cache lines of one head's bf16 row (d elements) into L1.
+TXL_ROWS_INLINE void prefetchRow(const std::uint16_t* row, I d) {
+  for (I x = 0; x < 2 * d; x += 64) _mm_prefetch(reinterpret_cast<const char*>(row) + x, _MM_HINT_T0);
+}
+
+// f32 row (d elements) as bf16 pairs, 0 beyond d.
+template <int Halves>
+TXL_ROWS_INLINE void pairsOf(const float* row, I d, __m512i (&x)[2]) {
+  for (int h = 0; h < Halves; ++h) {
+    const __m512 lo = _mm512_maskz_loadu_ps(laneMask(d - 32 * h), row + 32 * h);
+    const __m512 hi = _mm512_maskz_loadu_ps(laneMask(d - 32 * h - 16), row + 32 * h + 16);
+    x[h] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+  }
+}
+
+// The key that slot s of reduce16's input holds so that lane n of its
+// result is key n: slot 4x + m ends in lane 4m + x.
+constexpr I keyOfSlot(int s) { return 4 * (s % 4) + s / 4; }
+
+// Lane n = the sum of the 16 lanes of a[s] for the slot s of key n
+// (keyOfSlot): 15 adds and 30 shuffles for 16 horizontal sums.
+TXL_ROWS_INLINE __m512 reduce16(const __m512 (&a)[16]) {
+  __m512 b[8], c[4];
+  for (int i = 0; i < 8; ++i)  // b[i]: a[2i]'s halves summed in chunks 0-1, a[2i+1]'s in 2-3
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xee));
+  for (int i = 0; i < 4; ++i)  // c[i]: chunk m holds 4 partial sums of a[4i + m]
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
+  const __m512 d0 = _mm512_add_ps(_mm512_unpacklo_ps(c[0], c[1]), _mm512_unpackhi_ps(c[0], c[1]));
+  const __m512 d1 = _mm512_add_ps(_mm512_unpacklo_ps(c[2], c[3]), _mm512_unpackhi_ps(c[2], c[3]));
+  const __m512d e0 = _mm512_castps_pd(d0), e1 = _mm512_castps_pd(d1);
+  return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(e0, e1)), _mm512_castpd_ps(_mm512_unpackhi_pd(e0, e1)));
+}
+
+// Per call, in the calling thread's scratch (the team shares it): per
+// stream b its row's key range, per (b, head) the row's scores of those
+// keys, and per (b, head, chunk) the chunk's max, sum and O.
+struct Scratch {
+  std::vector<KeyRange> range;  // [batch]
+  std::vector<float> scores;    // [batch, heads, stride]
+  std::vector<float> chunkMax;  // [batch, heads, chunks]
+  std::vector<float> chunkSum;  // [batch, heads, chunks]
+  std::vector<float> chunkO;    // [batch, heads, chunks, 4 x 16]: O in the unpacks' order (Accumulators)
+  I stride = 0, chunks = 0;
+
+  void size(I batch, I heads, I keys) {
+    stride = (keys + 31) / 32 * 32;
+    chunks = (keys + kChunk - 1) / kChunk;
+    const auto grow = [](auto& v, I n) {
+      if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+    };
+    grow(range, batch);
+    grow(scores, batch * heads * stride);
+    grow(chunkMax, batch * heads * chunks);
+    grow(chunkSum, batch * heads * chunks);
+    grow(chunkO, batch * heads * chunks * 64);
+  }
+};
+
+// Keys [j1, j2) of stream b within its range, for every head: what one task
+// of a phase reads (a chunk: rows of all heads, contiguous in memory).
+struct Chunk {
+  I b, index, j1, j2;
+};
+
+// The chunks of a range (0 for none).
+I chunksOf(const KeyRange& r) { return r.first > r.last ? 0 : (r.last - r.first + kChunk) / kChunk; }
+
+Chunk chunkAt(const Scratch& sc, I t) {
+  const I b = t / sc.chunks, index = t % sc.chunks;
+  const KeyRange& r = sc.range[b];
+  const I j1 = r.first + index * kChunk;
+  return {b, index, j1, std::min(j1 + kChunk, r.last + 1)};
+}
+
+// Phase 1 of row i on a chunk: per head the scaled, masked scores of its
+// keys, and their max. Per 16 keys every head in turn, so that the keys'
+// and positions' rows (every head's, contiguous) are read in address order.
+template <int Halves>
+TXL_ROWS void chunkScores(const Call& c, Scratch& sc, I i, const Chunk& ch) {
+  const RelAttentionArgs& a = *c.a;
+  const KeyRange& r = sc.range[ch.b];
+  const I shift = c.q - 1 - i;
+  const float* maskRow = a.mask + i * c.keys;
+  const float* pad = a.pad ? a.pad + ch.b * c.keys : nullptr;
+  const __m512 negInf = _mm512_set1_ps(kNegInf), zero = _mm512_setzero_ps(), scale = _mm512_set1_ps(a.scale);
+  const auto* keys = static_cast<const std::uint16_t*>(a.k) + ch.b * a.kStrides.batch;
+  const float* qu = a.qu + i * a.quStrides.pos + ch.b * a.quStrides.batch;
+  const float* qv = a.qv + i * a.qvStrides.pos + ch.b * a.qvStrides.batch;
+  __m512i quh[kMaxHeads][2], qvh[kMaxHeads][2];
+  __m512 mx[kMaxHeads];
+  for (I h = 0; h < c.heads; ++h) {
+    pairsOf<Halves>(qu + h * a.quStrides.head, c.d, quh[h]);
+    pairsOf<Halves>(qv + h * a.qvStrides.head, c.d, qvh[h]);
+    mx[h] = negInf;
+  }
+  float* s = sc.scores.data() + ch.b * c.heads * sc.stride - r.first;
+  for (I j0 = ch.j1; j0 < ch.j2; j0 += 16) {
+    __mmask16 ok = laneMask(ch.j2 - j0);
+    if (pad) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, pad + j0), zero, _CMP_EQ_OQ);
+    if (!r.band) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, maskRow + j0), zero, _CMP_EQ_OQ);
+    for (I h = 0; h < c.heads; ++h) {
+      const std::uint16_t* kh = keys + h * a.kStrides.head;
+      const std::uint16_t* rh = a.rtRows + h * a.rtRowsHead;
+      if (const I jp = j0 + 16 * kAhead; jp + 16 + shift <= c.keys)  // the rows of a later group
+        for (int n = 0; n < 16; ++n) {
+          prefetchRow(kh + (jp + n) * a.kStrides.pos, c.d);
+          prefetchRow(rh + (jp + n + shift) * a.rtRowsPos, c.d);
+        }
+      __m512 acc[16];
+#pragma GCC unroll 16
+      for (int slot = 0; slot < 16; ++slot) {
+        const I j = std::min(j0 + keyOfSlot(slot), ch.j2 - 1);  // lanes past the chunk: masked below
+        __m512i x[2];
+        loadRow<Halves>(c, kh + j * a.kStrides.pos, x);
+        __m512 dot = _mm512_setzero_ps();
+        for (int half = 0; half < Halves; ++half)
+          dot = _mm512_dpbf16_ps(dot, (__m512bh)quh[h][half], (__m512bh)x[half]);
+        if (j + shift < c.keys) {
+          loadRow<Halves>(c, rh + (j + shift) * a.rtRowsPos, x);
+          for (int half = 0; half < Halves; ++half)
+            dot = _mm512_dpbf16_ps(dot, (__m512bh)qvh[h][half], (__m512bh)x[half]);
+        }
+        acc[slot] = dot;
+      }
+      const __m512 sv = _mm512_mask_mov_ps(negInf, ok, _mm512_mul_ps(reduce16(acc), scale));
+      _mm512_storeu_ps(s + h * sc.stride + j0, sv);
+      mx[h] = _mm512_max_ps(mx[h], sv);
+    }
+  }
+  for (I h = 0; h < c.heads; ++h)
+    sc.chunkMax[(ch.b * c.heads + h) * sc.chunks + ch.index] = _mm512_reduce_max_ps(mx[h]);
+}
+
+// O += p_j v_j + p_{j+1} v_{j+1}, pp = the pair (p_j, p_{j+1}) in bf16 and
+// b = v_{j+1}'s row (zero past the chunk). o[half][0] lane 4c + t holds
+// d = 32 half + 8c + t, o[half][1] lane 4c + t holds 32 half + 8c + 4 + t.
+template <int Halves>
+TXL_ROWS_INLINE void accumulatePair(const __m512i (&a)[2], const __m512i (&b)[2], __m512i pp, __m512 (&o)[2][2]) {
+  for (int h = 0; h < Halves; ++h) {
+    o[h][0] = _mm512_dpbf16_ps(o[h][0], (__m512bh)_mm512_unpacklo_epi16(a[h], b[h]), (__m512bh)pp);
+    o[h][1] = _mm512_dpbf16_ps(o[h][1], (__m512bh)_mm512_unpackhi_epi16(a[h], b[h]), (__m512bh)pp);
+  }
+}
+
+// Phase 2 of row i on a chunk: per head p = exp(s - max) over the chunk's
+// keys, its sum, and its O = Σ p v; per 32 keys every head in turn (the
+// values' rows in address order). Two sets of accumulators per head take
+// alternate key pairs, so that two chains of pair products run.
+template <int Halves>
+TXL_ROWS void chunkValues(const Call& c, Scratch& sc, const Chunk& ch) {
+  const RelAttentionArgs& a = *c.a;
+  const KeyRange& r = sc.range[ch.b];
+  const __m512 negInf = _mm512_set1_ps(kNegInf);
+  const __m512i none = _mm512_setzero_si512();
+  const auto* values = static_cast<const std::uint16_t*>(a.v) + ch.b * a.vStrides.batch;
+  struct HeadSums {
+    __m512 o[2][2][2];  // [set][half][lo, hi]
+    __m512 l, m;
+  };
+  HeadSums sums[kMaxHeads];
+  for (I h = 0; h < c.heads; ++h) {
+    const float* maxes = sc.chunkMax.data() + (ch.b * c.heads + h) * sc.chunks;
+    sums[h].m = _mm512_set1_ps(*std::max_element(maxes, maxes + chunksOf(r)));
+    sums[h].l = _mm512_setzero_ps();
+    for (auto& set : sums[h].o)
+      for (auto& half : set)
+        for (__m512& x : half) x = _mm512_setzero_ps();
+  }
+  for (I g = ch.j1; g < ch.j2; g += 32) {
+    const I count = std::min<I>(32, ch.j2 - g);
+    for (I h = 0; h < c.heads; ++h) {
+      HeadSums& hs = sums[h];
+      const float* s = sc.scores.data() + (ch.b * c.heads + h) * sc.stride - r.first;
+      alignas(64) std::uint32_t pairs[16];  // (p_{2m}, p_{2m+1}) of the 32 keys, bf16
+      __m512 p[2];
+      for (int z = 0; z < 2; ++z) {
+        const __m512 sz = _mm512_mask_loadu_ps(negInf, laneMask(count - 16 * z), s + g + 16 * z);
+        const __mmask16 ok = _mm512_cmp_ps_mask(sz, negInf, _CMP_NEQ_UQ);
+        p[z] = _mm512_maskz_mov_ps(ok, expNonPositive16(_mm512_sub_ps(sz, hs.m)));
+        hs.l = _mm512_add_ps(hs.l, p[z]);
+      }
+      _mm512_store_si512(pairs, (__m512i)_mm512_cvtne2ps_pbh(p[1], p[0]));
+      const std::uint16_t* row = values + h * a.vStrides.head + g * a.vStrides.pos;
+      if (const I jp = g + 32 * kAhead; jp + 32 <= c.keys)
+        for (int n = 0; n < 32; ++n) prefetchRow(values + h * a.vStrides.head + (jp + n) * a.vStrides.pos, c.d);
+      for (I e = 0; e < count; e += 2, row += 2 * a.vStrides.pos) {
+        __m512i x[2], y[2] = {none, none};
+        loadRow<Halves>(c, row, x);
+        if (e + 1 < count) loadRow<Halves>(c, row + a.vStrides.pos, y);
+        accumulatePair<Halves>(x, y, _mm512_set1_epi32(static_cast<int>(pairs[e / 2])), hs.o[(e / 2) & 1]);
+      }
+    }
+  }
+  for (I h = 0; h < c.heads; ++h) {
+    const I at = (ch.b * c.heads + h) * sc.chunks + ch.index;
+    sc.chunkSum[at] = _mm512_reduce_add_ps(sums[h].l);
+    float* chunkO = sc.chunkO.data() + at * 64;
+    for (int half = 0; half < 2; ++half)
+      for (int z = 0; z < 2; ++z)
+        _mm512_storeu_ps(chunkO + 32 * half + 16 * z, _mm512_add_ps(sums[h].o[0][half][z], sums[h].o[1][half][z]));
+  }
+}
+
+// Phase 3 of row i for (stream b, head h): O and l summed over the chunks in
+// order, O put back in d's order, out = O / l (NaN: every key masked).
+TXL_ROWS void writeRow(const Call& c, const Scratch& sc, I i, I b, I h) {
+  const RelAttentionArgs& a = *c.a;
+  float* out = a.out + i * a.outStrides.pos + b * a.outStrides.batch + h * a.outStrides.head;
+  const KeyRange& r = sc.range[b];
+  const I bh = b * c.heads + h;
+  const I chunks = chunksOf(r);
+  if (chunks == 0 || *std::max_element(&sc.chunkMax[bh * sc.chunks], &sc.chunkMax[bh * sc.chunks] + chunks) == kNegInf) {
+    for (I x = 0; x < c.d; x += 16)
+      _mm512_mask_storeu_ps(out + x, laneMask(c.d - x), _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+    return;
+  }
+  __m512 o[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  float l = 0.0f;
+  for (I n = 0; n < chunks; ++n) {
+    const float* chunkO = &sc.chunkO[(bh * sc.chunks + n) * 64];
+    for (int z = 0; z < 4; ++z) o[z] = _mm512_add_ps(o[z], _mm512_loadu_ps(chunkO + 16 * z));
+    l += sc.chunkSum[bh * sc.chunks + n];
+  }
+  // Output vector w of half `half` is [lo chunk 2w, hi 2w, lo 2w + 1, hi 2w + 1].
+  alignas(64) std::int32_t index[2][16];
+  for (int w = 0; w < 2; ++w)
+    for (int lane = 0; lane < 16; ++lane) {
+      const int part = lane / 4;
+      index[w][lane] = (part % 2 ? 16 : 0) + 4 * (2 * w + part / 2) + lane % 4;
+    }
+  const __m512 inv = _mm512_set1_ps(1.0f / l);
+  for (int half = 0; half < 2 && 32 * half < c.d; ++half)
+    for (int w = 0; w < 2; ++w) {
+      const __m512 x = _mm512_permutex2var_ps(o[2 * half], _mm512_load_si512(index[w]), o[2 * half + 1]);
+      _mm512_mask_storeu_ps(out + 32 * half + 16 * w, laneMask(c.d - 32 * half - 16 * w), _mm512_mul_ps(x, inv));
+    }
+}
+
+template <int Halves>
+void rows(const Call& c, Scratch& sc) {
+  const RelAttentionArgs& a = *c.a;
+#pragma omp parallel
+  for (I i = 0; i < c.q; ++i) {
+#pragma omp for schedule(static)
+    for (I b = 0; b < c.batch; ++b) {
+      RelAttentionArgs sa = a;  // the key range sees stream b's pad row
+      if (sa.pad) sa.pad += b * c.keys;
+      sc.range[b] = detail::unmaskedKeyRange(sa, i);
+    }
+    // Tasks of chunks past a stream's range do nothing.
+#pragma omp for schedule(dynamic)
+    for (I t = 0; t < c.batch * sc.chunks; ++t)
+      if (const Chunk ch = chunkAt(sc, t); ch.j1 < ch.j2) chunkScores<Halves>(c, sc, i, ch);
+#pragma omp for schedule(dynamic)
+    for (I t = 0; t < c.batch * sc.chunks; ++t)
+      if (const Chunk ch = chunkAt(sc, t); ch.j1 < ch.j2) chunkValues<Halves>(c, sc, ch);
+#pragma omp for schedule(static)
+    for (I t = 0; t < c.batch * c.heads; ++t) writeRow(c, sc, i, t / c.heads, t % c.heads);
+  }
+}
+
+}  // namespace
+
+bool relAttentionRowwise(const RelAttentionShape& s) {
+  return platform().avx512Bf16 && s.q <= kRowwiseRows && s.heads <= kMaxHeads;
+}
+
+namespace detail {
+
+void relAttentionRows(const RelAttentionArgs& a) {
+  const RelAttentionShape& s = a.shape;
+  TXL_CHECK(a.kvBf16 && a.rtRows && platform().avx512Bf16 && s.d <= kMaxD && s.heads <= kMaxHeads,
+            "rel_attention: the row-wise path needs bf16 keys, position rows and AVX512-BF16");
+  Call c{&a, s.batch, s.heads, s.q, s.k, s.d, {wordMask(s.d), wordMask(s.d - 32)}};
+  // Kept per calling thread across calls, so that a warm stream's segments
+  // allocate nothing (tests/session/no_allocation_test.cpp); several
+  // sessions on several threads each have their own.
+  static thread_local Scratch scratch;
+  scratch.size(s.batch, s.heads, s.k);
+  if (s.d > 32) rows<2>(c, scratch);
+  else rows<1>(c, scratch);
+}
+
+}  // namespace detail
+
+}  // namespace txl::backend::kernels
+
+#pragma GCC diagnostic pop
