@@ -16,7 +16,9 @@ namespace txl::tools {
 CLI::Validator batchCheck() { return integerIn(1, driver::kMaxBatch, "a positive integer"); }
 CLI::Validator qlenCheck() { return integerIn(1, driver::kMaxLength, "a positive integer"); }
 CLI::Validator memLenCheck() { return integerIn(0, driver::kMaxLength, "a non-negative integer"); }
-CLI::Validator clampLenCheck() { return integerIn(-driver::kMaxLength, driver::kMaxLength, "an integer"); }
+CLI::Validator clampLenCheck() {
+  return integerIn(-1, driver::kMaxLength, "-1 (no clamping) or a non-negative integer");  // the setting's range
+}
 
 CLI::Validator integerIn(std::int64_t min, std::int64_t max, const std::string& what) {
   return CLI::Validator(

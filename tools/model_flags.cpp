@@ -24,7 +24,7 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
   if (shape != Shape::None)
     memLenOpt = cmd.add_option("--mem-len", memLen, "positions of memory kept (default: the spec's mem_len)")
                     ->check(memLenCheck());
-  clampLenOpt = cmd.add_option("--clamp-len", clampLen, "clamp relative positions (<= 0: no clamping)")
+  clampLenOpt = cmd.add_option("--clamp-len", clampLen, "clamp relative positions (-1 or 0: no clamping)")
                     ->check(clampLenCheck());
   cmd.add_flag("--same-length", sameLength, "every query attends to the same number of positions");
   initialMemoryOpt = cmd.add_option("--initial-memory", initialMemory,
