@@ -1,6 +1,7 @@
 # tests/python/test_session.py - Session: shapes and dtypes, what forward() accepts, state
 # save/restore bit for bit, reference counting, threads, and no leak over many sessions.
 import gc
+import os
 import threading
 
 import numpy as np
@@ -224,6 +225,8 @@ def rss_kib():
     raise AssertionError("no VmRSS")
 
 
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="under ASan freed memory waits in its quarantine: resident memory grows without a leak")
 def test_no_leak_over_a_thousand_sessions(tiny):
     t = tokens(6, 2)
 
