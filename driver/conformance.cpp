@@ -93,6 +93,10 @@ class CaseFields {
     if (!v->is_string()) fail(ptr, "a string");
     return v->get<std::string>();
   }
+  // A well-formed field that disagrees with the rest of the case.
+  [[noreturn]] void disagrees(const std::string& ptr, const std::string& expected, std::int64_t got) const {
+    throw Error(file_ + ": " + ptr + ": expected " + expected + ", got " + std::to_string(got));
+  }
   const nlohmann::json& array(const std::string& ptr) const {
     const nlohmann::json* v = find(ptr);
     if (!v || !v->is_array()) fail(ptr, "an array");
@@ -164,12 +168,14 @@ void run(const std::string& dir, const Setting& base, CaseResult& result) {
 
   const auto& segments = f.array("/segments");
   for (std::size_t k = 0; k < segments.size(); ++k) {
-    std::string seg = "seg" + std::to_string(k);
-    std::int64_t mlen = f.integer("/segments/" + std::to_string(k) + "/mlen");
+    const std::string seg = "seg" + std::to_string(k), at = "/segments/" + std::to_string(k);
+    const std::int64_t qlen = f.integer(at + "/qlen"), mlen = f.integer(at + "/mlen");
     if (session.mlen() != mlen)
-      throw Error(seg + ": the session holds " + std::to_string(session.mlen()) + " positions, the case " +
-                  std::to_string(mlen));
+      f.disagrees(at + "/mlen", std::to_string(session.mlen()) + " (the positions remembered before " + seg + ")", mlen);
     ir::Tensor tokens = io.toI64(seg + ".input");
+    if (tokens.shape().empty() || tokens.shape()[0] != qlen)
+      f.disagrees(at + "/qlen", (tokens.shape().empty() ? std::string("0") : std::to_string(tokens.shape()[0])) +
+                                    " (the rows of " + seg + ".input)", qlen);
     ir::Tensor targets = io.toI64(seg + ".target");
     bool wantLogprob = io.contains(seg + ".logprob");
     auto out = session.forward(tokens, &targets, wantLogprob);

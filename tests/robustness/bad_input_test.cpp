@@ -836,11 +836,22 @@ TEST_CASE("a conformance case.json that cannot be read names the field on stderr
   const std::string dir = txl::test::makeTempDir("txlc-bad-case");
   fs::copy(kTests + "/conformance/nomem", dir + "/case", fs::copy_options::recursive);
   const std::string file = dir + "/case/case.json";
-  nlohmann::json hugeBatch = nlohmann::json::parse(readFile(file));
+  const nlohmann::json base = nlohmann::json::parse(readFile(file));
+  nlohmann::json hugeBatch = base, hugeQlen = base, wrongMlen = base, noQlen = base;
   hugeBatch["batch"] = std::int64_t(1) << 40;
+  // A segment's qlen and mlen must agree with its io tensors and the session: they are checked, not ignored.
+  hugeQlen["segments"][1]["qlen"] = std::int64_t(1) << 40;
+  wrongMlen["segments"][1]["mlen"] = base["segments"][1]["mlen"].get<std::int64_t>() + 7;
+  noQlen["segments"][1].erase("qlen");
+  const std::string qlen1 = std::to_string(base["segments"][1]["qlen"].get<std::int64_t>());
+  const std::string mlen1 = std::to_string(base["segments"][1]["mlen"].get<std::int64_t>());
   const std::vector<std::pair<std::string, std::string>> cases{
       // The case's field is named, not a flag the user did not give.
       {hugeBatch.dump(), file + ": /batch: expected a positive integer at most 1048576, got 1099511627776"},
+      {hugeQlen.dump(), file + ": /segments/1/qlen: expected " + qlen1 + " (the rows of seg1.input), got 1099511627776"},
+      {wrongMlen.dump(), file + ": /segments/1/mlen: expected " + mlen1 + " (the positions remembered before seg1), got " +
+                             std::to_string(std::stoll(mlen1) + 7)},
+      {noQlen.dump(), file + ": /segments/1/qlen: expected an integer, got nothing (the field is missing)"},
       {R"({"format": "txl-conformance/1", "name": 5})", file + ": /name: expected a string, got a number 5"},
       {R"({"format": 7})", file + ": /format: expected a string, got a number 7"},
       {"[1]", file + ": expected a JSON object, got a JSON array"},
