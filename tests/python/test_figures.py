@@ -1,5 +1,6 @@
 # tests/python/test_figures.py - the bundled models' figures through Model.score equal the command
-# line's (`txlc score --json`, run here), and the issue's one-liner prints txlc score's figure.
+# line's (`txlc score --json`, run here), the issue's one-liner prints txlc score's figure, and the
+# README's Python example runs as written.
 import os
 import subprocess
 import sys
@@ -23,6 +24,19 @@ def test_done_when_one_liner_prints_txlc_scores_figure():
     cli = txlc_json("score", "models/kjv-char", "models/kjv-char/valid.txt", cwd=SOURCE)
     assert r.stdout.strip() == repr(cli["bits_per_char"])
     assert abs(cli["bits_per_char"] - 2.117692) <= 1e-4  # models/kjv-char/README.md
+
+
+def test_readme_python_example_runs_as_written():
+    # README.md's "## Python" block, from the source tree: it runs, and its first line is the figure.
+    readme = (SOURCE / "README.md").read_text()
+    block = readme.split("## Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    r = subprocess.run(["/usr/bin/python3", "-c", block], cwd=SOURCE, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3, r.stdout
+    assert abs(float(lines[0]) - 2.117692) <= 1e-4  # models/kjv-char/README.md
+    assert lines[2].startswith("(16, ")  # 16 characters of "In the beginning", one row of log-probabilities each
 
 
 def test_kjv_words_figures_equal_the_command_lines(txlc):
