@@ -195,7 +195,7 @@ TXL_ROWS void chunkScores(const Call& c, Scratch& sc, I i, const Chunk& ch) {
     pairsOf<Halves>(qv + h * a.qvStrides.head, c.d, qvh[h]);
     mx[h] = negInf;
   }
-  float* s = sc.scores.data() + ch.b * c.heads * sc.stride - r.first;
+  float* s = sc.scores.data() + ch.b * c.heads * sc.stride;  // key j of head h at s[h * stride + j - first]
   for (I j0 = ch.j1; j0 < ch.j2; j0 += 16) {
     __mmask16 ok = laneMask(ch.j2 - j0);
     if (pad) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, pad + j0), zero, _CMP_EQ_OQ);
@@ -225,7 +225,7 @@ TXL_ROWS void chunkScores(const Call& c, Scratch& sc, I i, const Chunk& ch) {
         acc[slot] = dot;
       }
       const __m512 sv = _mm512_mask_mov_ps(negInf, ok, _mm512_mul_ps(reduce16(acc), scale));
-      _mm512_storeu_ps(s + h * sc.stride + j0, sv);
+      _mm512_storeu_ps(s + h * sc.stride + (j0 - r.first), sv);
       mx[h] = _mm512_max_ps(mx[h], sv);
     }
   }
@@ -272,11 +272,11 @@ TXL_ROWS void chunkValues(const Call& c, Scratch& sc, const Chunk& ch) {
     const I count = std::min<I>(32, ch.j2 - g);
     for (I h = 0; h < c.heads; ++h) {
       HeadSums& hs = sums[h];
-      const float* s = sc.scores.data() + (ch.b * c.heads + h) * sc.stride - r.first;
+      const float* s = sc.scores.data() + (ch.b * c.heads + h) * sc.stride;  // key j at s[j - first]
       alignas(64) std::uint32_t pairs[16];  // (p_{2m}, p_{2m+1}) of the 32 keys, bf16
       __m512 p[2];
       for (int z = 0; z < 2; ++z) {
-        const __m512 sz = _mm512_mask_loadu_ps(negInf, laneMask(count - 16 * z), s + g + 16 * z);
+        const __m512 sz = _mm512_mask_loadu_ps(negInf, laneMask(count - 16 * z), s + (g - r.first) + 16 * z);
         const __mmask16 ok = _mm512_cmp_ps_mask(sz, negInf, _CMP_NEQ_UQ);
         p[z] = _mm512_maskz_mov_ps(ok, expNonPositive16(_mm512_sub_ps(sz, hs.m)));
         hs.l = _mm512_add_ps(hs.l, p[z]);
