@@ -13,22 +13,30 @@
 // [d / 2, positions] rows, one stream per pair (32 streams of 256 bytes per
 // block), which the prefetchers do not follow.
 //
-// Algorithm, per task (stream b, head h) and query row i:
-//   1. Scores of the row's keys [first, last] (rel_attention_keys.h), 16 at
-//      a time: per key one accumulator of pair products (vdpbf16ps)
-//      qu_i · k_j + qv_i · r_p, p = j + q - 1 - i (the relative shift as an
-//      index; r_p = 0 for p >= k), straight from the rows in memory: a bf16
-//      row of d <= 64 is one or two zmm of pairs, vdpbf16ps's operand, and
-//      qu_i, qv_i are rounded to bf16 pairs once. The 16 accumulators reduce
-//      to one vector of 16 scores (reduce16; the keys are loaded in the
-//      order that leaves key n in lane n). Scale; masked keys and pad to
-//      -inf; stored in a per-thread buffer; running max.
-//   2. Per 32 keys: p = exp(s - max) (0 where masked), l += p, p rounded to
-//      bf16 pairs (keys 2m, 2m + 1), and O += p V as pair products against
-//      two value rows interleaved by 16-bit unpacks. The unpacks permute d
-//      within each 128-bit lane, the same way for every key: O stays in
-//      that order and is put back once, at the end.
-//   3. out_i = O / l, or NaN where every key of the row is masked.
+// Algorithm, per query row i, in three phases on the OpenMP team (each
+// phase's tasks are (stream b, chunk of 128 keys of the row's range
+// [first, last], rel_attention_keys.h), every head within a task, so that a
+// task reads whole key, value and position rows in address order):
+//   1. Scores, per 16 keys every head in turn: per key one accumulator of
+//      pair products (vdpbf16ps) qu_i · k_j + qv_i · r_p, p = j + q - 1 - i
+//      (the relative shift as an index; r_p = 0 for p >= k), straight from
+//      the rows in memory: a bf16 row of d <= 64 is one or two zmm of pairs,
+//      vdpbf16ps's operand, and qu_i, qv_i are rounded to bf16 pairs once.
+//      The 16 accumulators reduce to one vector of 16 scores (reduce16; the
+//      keys are loaded in the order that leaves key n in lane n). Scale;
+//      masked keys and pad to -inf; stored in the call's score buffer
+//      ([batch, heads, keys], the calling thread's Scratch); the chunk's max
+//      per head. The next 16 keys' rows are prefetched.
+//   2. Per 32 keys every head in turn: p = exp(s - max) with the row's max
+//      over all chunks (0 where masked), l += p, p rounded to bf16 pairs
+//      (keys 2m, 2m + 1), and O += p V as pair products against two value
+//      rows interleaved by 16-bit unpacks. The unpacks permute d within
+//      each 128-bit lane, the same way for every key: O stays in that order.
+//      The chunk's l and O per head go to the buffer.
+//   3. Per (stream, head): l and O summed over the chunks in order, O put
+//      back in d's order, out_i = O / l, or NaN where every key is masked.
+// Chunks have a fixed size, so the sums' order, and the result, do not
+// depend on the thread count.
 //
 // Blocks of 16 and 32 keys start at the row's first unmasked key, so keys
 // prepended with pad = 1 (a padded warm-up plan) change no bit of the result,
