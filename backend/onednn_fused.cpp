@@ -237,50 +237,55 @@ kernels::RowStrides rowStrides(const View& v, const char* what) {
 
 }  // namespace
 
+// Whether rt is fold-positions' constant table viewed as a suffix of its
+// positions (each plan's view of the one table every plan shares), which
+// the bf16 forms below can pack once per model. Not for a table computed per
+// segment or any other view.
+bool Lowering::positionTableSuffix(const View& rt, const kernels::RelAttentionArgs& a) const {
+  const std::int64_t lead = std::int64_t(rt.offset / sizeof(float));
+  return isConstant(rt) && rt.offset % sizeof(float) == 0 && a.rtHead == a.shape.d * a.rtDim &&
+         lead + a.shape.k == a.rtDim;
+}
+
+// The whole table (plainMd: its f32 layout) packed once per model through
+// PackedWeights into `packedMd`, counted in the plan's constants.
+const void* Lowering::packPositionTable(const View& rt, const memory::desc& plainMd, const memory::desc& packedMd) {
+  const PackedWeights::Source source{plan_.buffers[rt.buffer].weight, 0};
+  auto packed = packs_.get(plan_.ptr(rt) - rt.offset, plainMd, packedMd, plan_.engine, nullptr, &source);
+  plan_.constantBytes += packedMd.get_size();
+  plan_.packs.push_back(packed);
+  return packed->mem.get_data_handle();
+}
+
 // The kernel's bf16 pair path reads the position table as bf16 pairs of d
-// (RelAttentionArgs::rt2): packed once per model through PackedWeights from
-// the whole constant table, [H, D / 2, K, 2] bf16, where each plan's view is
-// a suffix of K's positions (fold-positions' table, shared by every plan).
-// Null (the kernel reads rt) for a table computed per segment, an odd d, a
-// view that is not such a suffix, or a CPU without AVX512-BF16.
+// (RelAttentionArgs::rt2): [H, D / 2, K, 2] bf16. Null (the kernel reads
+// rt) unless positionTableSuffix, for an odd d, or on a CPU without
+// AVX512-BF16.
 const std::uint32_t* Lowering::positionPairs(const View& rt, kernels::RelAttentionArgs& a) {
   const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
-  if (!kernels::relAttentionPairs(a.shape) || d % 2 != 0 || !isConstant(rt) || rt.offset % sizeof(float) != 0 ||
-      a.rtHead != d * a.rtDim || lead + a.shape.k != a.rtDim)
-    return nullptr;
+  if (!kernels::relAttentionPairs(a.shape) || d % 2 != 0 || !positionTableSuffix(rt, a)) return nullptr;
   const std::int64_t pairs = d / 2, positions = a.rtDim;
   const memory::desc plainMd({heads, pairs, positions, 2}, memory::data_type::f32,
                              {a.rtHead, 2 * positions, 1, positions});
   const memory::desc pairMd({heads, pairs, positions, 2}, memory::data_type::bf16,
                             {pairs * positions * 2, positions * 2, 2, 1});
-  const PackedWeights::Source source{plan_.buffers[rt.buffer].weight, 0};
-  auto packed = packs_.get(plan_.ptr(rt) - rt.offset, plainMd, pairMd, plan_.engine, nullptr, &source);
-  plan_.constantBytes += pairMd.get_size();
-  plan_.packs.push_back(packed);
   a.rt2Dim = positions;
   a.rt2Head = pairs * positions;
-  return static_cast<const std::uint32_t*>(packed->mem.get_data_handle()) + lead;
+  return static_cast<const std::uint32_t*>(packPositionTable(rt, plainMd, pairMd)) + lead;
 }
 
-// The row-wise path (relAttentionRowwise: one query row) reads the position
-// table as bf16 rows (RelAttentionArgs::rtRows): packed once per model as
-// [K, H, D] bf16 from the whole constant table, so that a position's rows of
-// every head are contiguous, as a key's are in K; each plan's view a suffix
-// of K's positions, as for positionPairs. Null under the same conditions.
+// The row-wise path (relAttentionRowwise: one query row) reads it as bf16
+// rows (RelAttentionArgs::rtRows): [K, H, D] bf16, so that a position's rows
+// of every head are contiguous, as a key's are in K. Null unless
+// positionTableSuffix.
 const std::uint16_t* Lowering::positionRows(const View& rt, kernels::RelAttentionArgs& a) {
   const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
-  if (!kernels::relAttentionRowwise(a.shape) || !isConstant(rt) || rt.offset % sizeof(float) != 0 ||
-      a.rtHead != d * a.rtDim || lead + a.shape.k != a.rtDim)
-    return nullptr;
+  if (!kernels::relAttentionRowwise(a.shape) || !positionTableSuffix(rt, a)) return nullptr;
   const std::int64_t positions = a.rtDim;
   const memory::desc plainMd({heads, positions, d}, memory::data_type::f32, {a.rtHead, 1, positions});
   const memory::desc rowsMd({heads, positions, d}, memory::data_type::bf16, {d, heads * d, 1});
-  const PackedWeights::Source source{plan_.buffers[rt.buffer].weight, 0};
-  auto packed = packs_.get(plan_.ptr(rt) - rt.offset, plainMd, rowsMd, plan_.engine, nullptr, &source);
-  plan_.constantBytes += rowsMd.get_size();
-  plan_.packs.push_back(packed);
   a.rtRowsHead = d, a.rtRowsPos = heads * d;
-  return static_cast<const std::uint16_t*>(packed->mem.get_data_handle()) + lead * heads * d;
+  return static_cast<const std::uint16_t*>(packPositionTable(rt, plainMd, rowsMd)) + lead * heads * d;
 }
 
 void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out) {

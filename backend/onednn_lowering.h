@@ -78,6 +78,8 @@ class Lowering {
   void lowerRelScores(ir::Node n, const std::vector<View>& ops, const View& out);     // onednn_fused.cpp
   void lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   // rel_attention's position table as bf16 pairs of d, or null (onednn_fused.cpp).
+  bool positionTableSuffix(const View& rt, const kernels::RelAttentionArgs& a) const;
+  const void* packPositionTable(const View& rt, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& packedMd);
   const std::uint32_t* positionPairs(const View& rt, kernels::RelAttentionArgs& a);
   const std::uint16_t* positionRows(const View& rt, kernels::RelAttentionArgs& a);
   void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
