@@ -248,7 +248,7 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
                                                            name + ": manifest /setting/initial_memory");
   // Artifacts written before precisions existed are f32.
   if (s.is_object() && s.contains("precision"))
-    applyPrecision(a.setting, parsePrecision(r.string(s, "/setting", "precision"), name + ": manifest /setting/precision"));
+    a.setting.precision = parsePrecision(r.string(s, "/setting", "precision"), name + ": manifest /setting/precision");
   if (auto p = settingSizeProblem(a.spec, a.setting, /*quoteValues=*/false)) r.fail("/setting/" + p->field, p->message);
   if (memory != "hidden" && memory != "kv")
     r.fail("/setting/memory", "expected \"kv\" or \"hidden\", got \"" + memory + "\"");
@@ -264,6 +264,10 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     } catch (const Error& e) {
       r.fail("/passes/" + std::to_string(i), e.what());
     }
+  resolvePipeline(a.setting);
+  if (memory != memoryForm(a.setting))
+    r.fail("/setting/memory", "expected \"" + memoryForm(a.setting) + "\" (the memory form of /passes), got \"" +
+                                  memory + "\"");
   if (const auto& v = r.at(m, "", "vocabulary"); !v.is_null()) a.vocabulary = v;
 
   const auto& graphs = r.at(m, "", "graphs");

@@ -114,13 +114,14 @@ std::set<const void*> convertedMatrices(const ir::TensorMap& weights) {
 // Bytes one step of qlen 1 must read (bench.h): every layer's weights with
 // r_net replaced by its folded table over klen, the u/v biases, the output
 // layer when the segment computes it, and the cached keys and values; each
-// at its stored precision (storedBytes). At bf16 and int8 the cached keys
-// and values are bf16 rows, and the attention reads the position table as
-// bf16 pairs when d_head is even (docs/PRECISION.md): 2 bytes an element.
+// at its stored precision (storedBytes). With bf16 state windows
+// (`stateDType`) the cached keys and values are bf16 rows, and the attention
+// reads the position table as bf16 pairs when d_head is even
+// (docs/PRECISION.md): 2 bytes an element.
 double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, std::int64_t batch,
-                        std::int64_t mlen, bool output, Precision precision) {
+                        std::int64_t mlen, bool output, Precision precision, ir::DType stateDType) {
   const double hd = double(spec.n_head * spec.d_head);
-  const bool bf16 = bf16State(precision);
+  const bool bf16 = stateDType == ir::DType::BF16;
   const double state = bf16 ? 2.0 : 4.0, table = bf16 && spec.d_head % 2 == 0 ? 2.0 : 4.0;
   const std::set<const void*> converted = convertedMatrices(weights);
   std::set<const void*> seen;
@@ -367,7 +368,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   if (r.probe.ok && peak.gflops > 0) r.efficiency = r.usefulGflops / peak.gflops;
   if (r.qlen == 1) {
     r.memoryFloorBytes =
-        memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll, settings.precision);
+        memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll, settings.precision, settings.resolved.stateDType);
     if (r.probe.ok && r.probe.readBandwidthGbs > 0) {
       r.memoryFloorMs = r.memoryFloorBytes / (r.probe.readBandwidthGbs * 1e9) * 1e3;
       r.floorRatio = r.latency.median / r.memoryFloorMs;

@@ -37,11 +37,6 @@ bool isOnednn(const std::string& name) {
   throw Error("--backend: expected 'onednn' or 'reference', got '" + name + "'");
 }
 
-std::int64_t position(const std::vector<std::string>& passes, const char* name) {
-  auto it = std::find(passes.begin(), passes.end(), name);
-  return it == passes.end() ? -1 : std::int64_t(it - passes.begin());
-}
-
 std::string cpuName() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -70,8 +65,9 @@ Setting defaultSetting(const Model& m) {
     s.batch = a.batch, s.qlen = a.qlen, s.memLen = a.memLen, s.clampLen = a.clampLen, s.sameLength = a.sameLength;
     s.initialMemory = a.initialMemory;
     s.pipeline.passes = a.pipeline.passes;
-    applyPrecision(s, a.precision);
+    s.precision = a.precision;
   }
+  resolvePipeline(s);
   return s;
 }
 
@@ -137,9 +133,8 @@ void checkSetting(const frontend::ModelSpec& spec, const Setting& s) {
     throw Error("--same-length: needs a mem_len above 0, got mem_len 0");
   isOnednn(s.backend);
   checkPrecisionSupported(s.precision, s.backend, "--precision");
-  TXL_CHECK(s.pipeline.precisionPasses == precisionPasses(s.precision),
-            "the setting's pipeline does not follow its precision (driver::applyPrecision)");
-  passes::selectedPasses(s.pipeline);  // validates the names now, not at the first segment
+  TXL_CHECK(s.resolved == passes::resolvePipeline(s.pipeline, s.precision),
+            "the setting's resolved pipeline is stale (driver::resolvePipeline after changing it)");
 }
 
 void checkRunPipeline(const Model& m, const SettingChoice& c) {
@@ -269,15 +264,9 @@ frontend::SegmentShape segmentShape(const Setting& s, const backend::SegmentKey&
 std::vector<ir::MemorySlot> memorySlots(const frontend::ModelSpec& spec, const Setting& s) {
   std::vector<ir::MemorySlot> slots;
   if (s.memLen == 0) return slots;
-  const std::vector<std::string> selected = passes::selectedPasses(s.pipeline);
-  const std::int64_t cache = position(selected, "cache-projected-memory"), window = position(selected, "window-memory");
-  // cache-projected-memory matches the literal concat / slice / mem_write,
-  // which window-memory replaces: after it, the slots stay hidden states.
-  const bool kv = cache >= 0 && (window < 0 || cache < window);
-  const bool windowed = window >= 0;
-  // bf16-state keeps every window in bf16 at --precision bf16 and int8.
-  const ir::DType dtype = windowed && bf16State(s.precision) ? ir::DType::BF16 : ir::DType::F32;
-  if (kv)
+  const bool windowed = s.resolved.windowed;
+  const ir::DType dtype = s.resolved.stateDType;
+  if (s.resolved.memory == ir::MemoryForm::Kv)
     for (std::int64_t l = 0; l < spec.n_layer; ++l)
       slots.push_back({l, {s.batch, 2 * spec.n_head * spec.d_head}, windowed, dtype});
   else
@@ -322,7 +311,7 @@ ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s,
   if (!c.maxKlen) c.maxKlen = std::max(shape.klen(), shape.memLen + spec.tgt_len);
   c.segment = segmentSignature(spec, s, key);
   c.segment->memory.reset();  // the slots change form during the pipeline; the session checks the result
-  passes::runPipeline(g, s.pipeline, c);
+  passes::runPipeline(g, s.resolved, s.pipeline.manager, c);
   return g;
 }
 
@@ -337,8 +326,7 @@ MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s)
     for (std::int64_t d : slot.rowShape) row *= double(d);
     e.state += (2 * m + q) * row;
   }
-  const std::vector<std::string> selected = passes::selectedPasses(s.pipeline);
-  if (spec.attn_type == 0 && std::find(selected.begin(), selected.end(), "fold-positions") != selected.end())
+  if (spec.attn_type == 0 && s.resolved.foldsPositions)
     e.tables = double(spec.n_layer + 1) * (m + std::max<double>(q, double(spec.tgt_len))) * double(spec.d_model) * f32;
   e.activations =
       (2 * b * double(spec.n_head) * q * (q + m) + q * b * double(spec.n_token) + q * b * double(spec.d_inner)) * f32;
@@ -372,7 +360,7 @@ backend::InitialRowFactory initialRows(const frontend::ModelSpec& spec, const Se
                                        const ir::TensorMap& weights) {
   if (!(s.initialMemory == frontend::InitialMemory::Zeros && s.memLen > 0)) return {};
   // cache-projected-memory turns every layer's slot into its keys and values.
-  const bool kvSlots = memoryForm(s) == "kv";
+  const bool kvSlots = s.resolved.memory == ir::MemoryForm::Kv;
   return [spec, kvSlots, w = weights](const backend::SlotLayout& slot) {
     const bool kv = kvSlots && spec.attn_type == 0 && slot.slot < spec.n_layer;
     return frontend::zeroMemoryRow(spec, w, slot.slot, slot.rowShape,
@@ -405,7 +393,9 @@ void verifyStoredGraphs(const Artifact& artifact, const std::string& path) {
   stored.pipeline.manager = {};
   stored.pipeline.disabled.clear();
   // The stored shapes must be exactly those compile stores for the setting.
+  stored.pipeline.memory.reset();
   if (!stored.pipeline.passes) stored.pipeline.passes.emplace();
+  resolvePipeline(stored);
   const std::int64_t Q = stored.qlen, M = stored.memLen;
   const bool pad = artifact.spec.attn_type == 0 && M > 0;
   const std::size_t expected = pad ? 4 : 1 + std::size_t((M + Q - 1) / Q) + 1;
@@ -441,7 +431,9 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
   if (m.artifact) {
     s.pipeline.passes = m.artifact->setting.pipeline.passes;
     s.pipeline.disabled.clear();
-    applyPrecision(s, m.artifact->setting.precision);  // an artifact runs at the precision it was compiled for
+    s.pipeline.memory.reset();
+    s.precision = m.artifact->setting.precision;  // an artifact runs at the precision it was compiled for
+    resolvePipeline(s);
   }
   const frontend::ModelSpec spec = m.spec;
   if (!m.artifact) {
@@ -489,8 +481,10 @@ Artifact buildArtifact(const Model& m, const Setting& setting) {
   a.setting = setting;
   a.setting.backend = kArtifactTarget;
   a.setting.threads = 0;
-  a.setting.pipeline.passes = passes::selectedPasses(setting.pipeline);
+  a.setting.pipeline.passes = setting.resolved.passes;
   a.setting.pipeline.disabled.clear();
+  a.setting.pipeline.memory.reset();
+  resolvePipeline(a.setting);
   if (m.vocabulary) a.vocabulary = m.vocabulary->toJson();
   a.cpuIsa = cpuName();
   a.weights = m.weights;

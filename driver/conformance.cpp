@@ -75,7 +75,8 @@ class CaseFields {
     if (!v) throw Error(file_ + ": " + ptr + ": expected " + expected + ", got nothing (the field is missing)");
     std::string shown = v->is_string() ? quote(v->get<std::string>()) : v->dump();
     if (shown.size() > kMaxQuoted) shown = shown.substr(0, kMaxQuoted) + "…";
-    throw Error(file_ + ": " + ptr + ": expected " + expected + ", got " + (v->is_null() ? "null" : std::string("a ") + v->type_name() + " " + shown));
+    throw Error(file_ + ": " + ptr + ": expected " + expected + ", got " +
+                (v->is_null() ? "null" : std::string("a ") + v->type_name() + " " + shown));
   }
   double number(const std::string& ptr) const {
     const nlohmann::json* v = find(ptr);
@@ -108,7 +109,8 @@ class CaseFields {
   std::string file_;
 };
 
-void run(const std::string& dir, const Setting& base, CaseResult& result) {
+void run(const std::string& dir, const SettingChoice& base, const ir::PassManagerOptions& diagnostics,
+         CaseResult& result) {
   const std::string casePath = dir + (dir.ends_with('/') ? "" : "/") + "case.json";
   nlohmann::json c =
       frontend::parseJsonText(frontend::readInputFile(casePath, frontend::kMaxSpecBytes, "a case JSON file"), casePath);
@@ -121,11 +123,12 @@ void run(const std::string& dir, const Setting& base, CaseResult& result) {
   result.atol = f.number("/tolerance/atol");
   result.rtol = f.number("/tolerance/rtol");
   result.relL2 = f.number("/tolerance/rel_l2");
-  if (base.precision != Precision::F32) {
+  const Precision precision = base.precision ? parsePrecision(*base.precision, "--precision") : Precision::F32;
+  if (precision != Precision::F32) {
     // The case's tolerance is f32's; bf16 operands carry a relative rounding
     // error of up to u = 2^-8 each, int8 weights one of up to half a step of
     // their row's max / 127 (docs/PRECISION.md derives these bounds).
-    const bool int8 = base.precision == Precision::Int8;
+    const bool int8 = precision == Precision::Int8;
     const double element = int8 ? kInt8ElementBound : kBf16ElementBound;
     result.atol = std::max(result.atol, element);
     result.rtol = std::max(result.rtol, element);
@@ -147,35 +150,43 @@ void run(const std::string& dir, const Setting& base, CaseResult& result) {
     spec.semantics = frontend::Semantics::HuggingFace;
     initialMemory = frontend::parseInitialMemory(f.string("/initial_memory", ""), casePath + ": /initial_memory");
   } else {
-    if (!f.find("/config") || !f.find("/config")->is_object()) f.fail("/config", "the model's configuration (an object)");
+    if (!f.find("/config") || !f.find("/config")->is_object())
+      f.fail("/config", "the model's configuration (an object)");
     spec = frontend::parseModelSpec(c.at("config"), casePath);
     spec.semantics = frontend::Semantics::Authors;
   }
-  auto weightsFile =
-      frontend::SafetensorsFile::open(dir + "/" + f.string("/weights", hf ? "model.safetensors" : "weights.safetensors"));
+  auto weightsFile = frontend::SafetensorsFile::open(
+      dir + "/" + f.string("/weights", hf ? "model.safetensors" : "weights.safetensors"));
   auto io = frontend::SafetensorsFile::open(dir + "/" + f.string("/io", "io.safetensors"));
   const Model m = modelFrom(spec, frontend::bindWeights(spec, weightsFile), casePath);
-  Setting setting = defaultSetting(m);
-  setting.batch = f.integer("/batch");
-  // The case's own field is named (checkSetting would name --batch, a flag the user did not give).
-  if (auto p = settingSizeProblem(spec, setting, /*quoteValues=*/false); p && p->field == "batch")
-    throw Error(casePath + ": /batch: " + p->message);
-  setting.initialMemory = initialMemory;
-  setting.backend = base.backend, setting.pipeline = base.pipeline, setting.threads = base.threads;
-  applyPrecision(setting, base.precision);
+  SettingChoice choice = base;
+  choice.batch = f.integer("/batch");
+  choice.initialMemory = frontend::initialMemoryName(initialMemory);
+  {
+    // The case's own field is named (checkSetting would name --batch, a flag the user did not give).
+    Setting sized = defaultSetting(m);
+    sized.batch = *choice.batch;
+    if (auto p = settingSizeProblem(spec, sized, /*quoteValues=*/false); p && p->field == "batch")
+      throw Error(casePath + ": /batch: " + p->message);
+  }
+  Setting setting = resolveSetting(m, choice);
+  setting.pipeline.manager = diagnostics;
   backend::Session session(compile(m, setting));
-  result.memoryCompared = memoryForm(setting) == "hidden";
+  result.memoryCompared = setting.resolved.memory == ir::MemoryForm::Hidden;
 
   const auto& segments = f.array("/segments");
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const std::string seg = "seg" + std::to_string(k), at = "/segments/" + std::to_string(k);
     const std::int64_t qlen = f.integer(at + "/qlen"), mlen = f.integer(at + "/mlen");
     if (session.mlen() != mlen)
-      f.disagrees(at + "/mlen", std::to_string(session.mlen()) + " (the positions remembered before " + seg + ")", mlen);
+      f.disagrees(at + "/mlen", std::to_string(session.mlen()) + " (the positions remembered before " + seg + ")",
+                  mlen);
     ir::Tensor tokens = io.toI64(seg + ".input");
     if (tokens.shape().empty() || tokens.shape()[0] != qlen)
-      f.disagrees(at + "/qlen", (tokens.shape().empty() ? std::string("0") : std::to_string(tokens.shape()[0])) +
-                                    " (the rows of " + seg + ".input)", qlen);
+      f.disagrees(at + "/qlen",
+                  (tokens.shape().empty() ? std::string("0") : std::to_string(tokens.shape()[0])) + " (the rows of " +
+                      seg + ".input)",
+                  qlen);
     ir::Tensor targets = io.toI64(seg + ".target");
     bool wantLogprob = io.contains(seg + ".logprob");
     auto out = session.forward(tokens, &targets, wantLogprob);
@@ -203,12 +214,13 @@ const TensorComparison* CaseResult::worst() const {
   return w;
 }
 
-CaseResult runConformanceCase(const std::string& dir, const Setting& base) {
+CaseResult runConformanceCase(const std::string& dir, const SettingChoice& base,
+                              const ir::PassManagerOptions& diagnostics) {
   CaseResult result;
   result.dir = dir;
   result.name = dir;
   try {
-    run(dir, base, result);
+    run(dir, base, diagnostics, result);
   } catch (const std::exception& e) {
     result.passed = false;
     result.error = e.what();

@@ -39,8 +39,12 @@ struct CaseResult {
 };
 
 // Never throws for a bad case: the error is reported in the result.
-// `base` gives the backend, the pipeline and the threads; the case, its model and batch.
-CaseResult runConformanceCase(const std::string& dir, const Setting& base);
+// The setting is the case model's own with `base` applied (backend, passes,
+// precision, threads; a contradiction among them is refused before any case
+// by resolving them: selectPipeline), then the case's batch and initial
+// memory; `diagnostics` are the pass manager's (--print-after ...).
+CaseResult runConformanceCase(const std::string& dir, const SettingChoice& base,
+                              const ir::PassManagerOptions& diagnostics = {});
 
 std::string formatCaseLine(const CaseResult& result);  // one line per case
 nlohmann::json caseToJson(const CaseResult& result);

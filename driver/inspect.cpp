@@ -82,8 +82,10 @@ backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const Inspec
   if (r.mlen && (*r.mlen < 0 || *r.mlen > spec.mem_len))
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
                 std::to_string(*r.mlen));
-  backend::SegmentKey key{r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1)), r.mlen.value_or(spec.mem_len),
-                          {r.logprob, r.nll}, false};
+  backend::SegmentKey key{r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1)),
+                          r.mlen.value_or(spec.mem_len),
+                          {r.logprob, r.nll},
+                          false};
   if (spec.attn_type == 2 && !r.mlen) key.mlen = 0;
   return key;
 }
@@ -91,14 +93,15 @@ backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const Inspec
 namespace {
 
 // The spec's own setting (an artifact's too: inspect shows what its spec builds), batch and qlen as asked.
-Setting inspectSetting(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r,
+Setting inspectSetting(const frontend::ModelSpec& spec, const SettingChoice& choice,
+                       const ir::PassManagerOptions& diagnostics, const InspectRequest& r,
                        const backend::SegmentKey& key) {
-  Setting setting = defaultSetting(modelFrom(spec, {}));
-  setting.backend = pipeline.backend, setting.pipeline = pipeline.pipeline;
-  applyPrecision(setting, pipeline.precision);
-  setting.batch = r.batch;
-  setting.qlen = key.qlen;
-  checkSetting(spec, setting);  // every size reaching a shape, before anything is built
+  SettingChoice c = choice;
+  c.batch = r.batch;
+  c.qlen = key.qlen;
+  // Checked there: every size reaching a shape, before anything is built.
+  Setting setting = resolveSetting(modelFrom(spec, {}), c, /*run=*/false);
+  setting.pipeline.manager = diagnostics;
   return setting;
 }
 
@@ -123,10 +126,11 @@ std::string renumberNodes(const std::string& text, const ir::Graph& g) {
   return out;
 }
 
-std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r) {
+std::string inspectModel(const frontend::ModelSpec& spec, const SettingChoice& choice,
+                         const ir::PassManagerOptions& diagnostics, const InspectRequest& r) {
   checkInspectRequest(r);
   const backend::SegmentKey key = inspectSegment(spec, r);
-  const Setting setting = inspectSetting(spec, pipeline, r, key);
+  const Setting setting = inspectSetting(spec, choice, diagnostics, r, key);
   const ir::Graph input = frontend::buildSegmentGraph(spec, segmentShape(setting, key));
   ir::PassContext ctx;
   const ir::Graph optimized = buildOptimizedGraph(spec, setting, key, &ctx);

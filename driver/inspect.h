@@ -54,7 +54,9 @@ backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const Inspec
 // match inspect's listing; ids survive the folding. Ids `g` lacks are kept.
 std::string renumberNodes(const std::string& text, const ir::Graph& g);
 // The graph (text, graph JSON or DOT) or the stats (text or JSON) of `spec`'s
-// segment; `pipeline` gives the backend and the pass selection, the spec the rest.
-std::string inspectModel(const frontend::ModelSpec& spec, const Setting& pipeline, const InspectRequest& r);
+// segment, under the setting `choice` resolves for the spec (batch and qlen
+// those of `r`); `diagnostics` are the pass manager's (--print-after ...).
+std::string inspectModel(const frontend::ModelSpec& spec, const SettingChoice& choice,
+                         const ir::PassManagerOptions& diagnostics, const InspectRequest& r);
 
 }  // namespace txl::driver

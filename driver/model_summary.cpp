@@ -85,7 +85,7 @@ nlohmann::json describeModel(const Model& m) {
                   {"initial_memory", frontend::initialMemoryName(s.initialMemory)},
                   {"precision", precisionName(s.precision)},
                   {"memory_form", memoryForm(s)}};
-  d["pipeline"] = passes::selectedPasses(s.pipeline);
+  d["pipeline"] = s.resolved.passes;
   if (m.artifact) {
     // What info shows of an artifact is what run would use: an altered
     // stored graph is refused here as it is there.

@@ -33,20 +33,6 @@ Precision parsePrecision(const std::string& name, const std::string& what) {
   throw Error(what + ": " + precisionProblem(name, "reference"));
 }
 
-std::vector<std::string> precisionPasses(Precision p) {
-  switch (p) {
-    case Precision::F32:
-      return {};
-    case Precision::BF16:
-      return {"bf16-matmuls", "bf16-state"};
-    case Precision::Int8:
-      return {"int8-matmuls", "bf16-state"};
-  }
-  return {};
-}
-
-bool bf16State(Precision p) { return p != Precision::F32; }
-
 void checkPrecisionSupported(Precision p, const std::string& backend, const std::string& what) {
   if (std::string problem = precisionProblem(precisionName(p), backend); !problem.empty())
     throw Error(what + ": " + problem);

@@ -16,17 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "passes/pipeline.h"
+
 namespace txl::driver {
 
-enum class Precision { F32, BF16, Int8 };
+using Precision = passes::Precision;  // F32, BF16, Int8
 
 std::string precisionName(Precision p);  // "f32", "bf16", "int8"
 // "f32", "bf16" or "int8"; anything else is a txl::Error of one line starting with `what`.
 Precision parsePrecision(const std::string& name, const std::string& what);
-// The passes the precision appends to the pipeline (passes::PipelineOptions::precisionPasses).
-std::vector<std::string> precisionPasses(Precision p);
-// Whether the precision keeps the recurrent state in bf16 (bf16-state runs).
-bool bf16State(Precision p);
 // Why `name` cannot be the precision of a run on `backend` on this machine
 // (not a precision; bf16 on the oneDNN backend of a CPU whose oneDNN ISA
 // lacks AVX512-BF16), or empty when it can. int8 runs everywhere: its own

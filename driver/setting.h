@@ -9,10 +9,10 @@
 // Those narrower structs are derived from it in driver/compile.cpp, never
 // filled by hand.
 //
-//   driver::Setting s = driver::defaultSetting(model);
-//   s.batch = 4;
-//   s.pipeline.disabled.insert("fuse-attention");
-//   driver::checkSetting(model.spec, s);
+//   driver::SettingChoice c;
+//   c.batch = 4;
+//   c.disabled = {"fuse-attention"};
+//   driver::Setting s = driver::resolveSetting(model, c);
 //   auto compiled = driver::compile(model, s);
 #pragma once
 
@@ -38,12 +38,15 @@ struct Setting {
   // itself is the model's (ModelSpec::semantics: part of its identity, its
   // id and its artifacts), not a run's choice.
   frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;
-  int threads = 0;                   // OpenMP threads (0: leave OpenMP's default)
-  std::string backend = "onednn";    // the executor: "onednn" or "reference"
-  // The matmuls' precision (driver/precision.h); an artifact's own. It sets
-  // pipeline.precisionPasses (applyPrecision): the passes it appends.
+  int threads = 0;                 // OpenMP threads (0: leave OpenMP's default)
+  std::string backend = "onednn";  // the executor: "onednn" or "reference"
+  // The matmuls' precision (driver/precision.h); an artifact's own.
   Precision precision = Precision::F32;
   passes::PipelineOptions pipeline;  // the passes (default pipeline unless set) and their diagnostics
+  // `pipeline` at `precision`, resolved (resolvePipeline below): the passes
+  // that run, the memory form, windows and their dtype. Every consumer reads
+  // these facts; none derives them from pass names.
+  passes::ResolvedPipeline resolved = passes::resolvePipeline({}, Precision::F32);
 };
 
 // What a user chose by name - the command line's flags, the Python module's
@@ -54,22 +57,27 @@ struct SettingChoice {
   std::optional<bool> sameLength;
   std::optional<std::string> initialMemory;  // "zeros" or "empty"
   std::optional<int> threads;
-  std::optional<std::string> backend;  // "onednn" or "reference"
-  std::optional<std::string> passes;   // "a,b,c" or "none"
-  std::vector<std::string> disabled;   // passes removed from the pipeline
-  std::optional<std::string> memory;   // "kv" (the default pipeline's) or "hidden"
+  std::optional<std::string> backend;    // "onednn" or "reference"
+  std::optional<std::string> passes;     // "a,b,c" or "none"
+  std::vector<std::string> disabled;     // passes removed from the pipeline
+  std::optional<std::string> memory;     // "kv" (the default pipeline's) or "hidden"
   std::optional<std::string> precision;  // "f32", "bf16" or "int8"
 };
 
-// Sets s.precision and what follows from it in the pipeline (pipeline.precisionPasses).
-void applyPrecision(Setting& s, Precision p);
+// Sets s.resolved from s.pipeline and s.precision: resolveSetting() does,
+// and so must whoever changes either by hand afterwards (a stored setting, a
+// test); checkSetting() refuses a setting whose facts are stale (internal
+// error).
+void resolvePipeline(Setting& s);
 
-// Sets the backend and the pass selection of `s` from `c` (passes, disabled,
-// memory); validates every pass name (txl::Error, one line naming the flag).
+// Sets the backend, the pass selection and the precision of `s` from `c`
+// (passes, disabled, memory, precision) and resolves them; validates every
+// pass name (txl::Error, one line naming the flag) and refuses a --memory
+// that the pass list contradicts (txl::UsageError naming both).
 void selectPipeline(Setting& s, const SettingChoice& c);
 
-// The memory form the pipeline selects: "kv" (projected keys and values, when
-// cache-projected-memory runs) or "hidden" (each layer's input, as the reference).
+// "kv" or "hidden": the memory form of s.resolved, as manifests, reports and
+// messages name it.
 std::string memoryForm(const Setting& s);
 
 }  // namespace txl::driver

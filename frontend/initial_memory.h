@@ -17,12 +17,12 @@
 
 #include "frontend/model_spec.h"
 #include "frontend/weights.h"
+#include "ir/segment_abi.h"
 #include "ir/tensor.h"
 
 namespace txl::frontend {
 
-// What a memory slot remembers per position.
-enum class MemoryForm { Hidden, Kv };
+using ir::MemoryForm;
 
 // One position of the zero initial memory of `slot`, f32[rowShape] with
 // rowShape = [batch, width]. Throws txl::InternalError when the width does not

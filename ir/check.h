@@ -19,6 +19,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Choices (flags, keywords) that contradict each other: the user's mistake,
+// found before anything runs (the command line exits 2, as for a bad flag).
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& message) : Error(message) {}
+};
+
 // A broken internal invariant: a bug in txlc.
 class InternalError : public std::logic_error {
  public:

@@ -11,6 +11,8 @@ namespace txl::ir {
 
 std::string memoryName(std::int64_t slot) { return "mem." + std::to_string(slot); }
 
+const char* memoryFormName(MemoryForm form) { return form == MemoryForm::Kv ? "kv" : "hidden"; }
+
 std::vector<MemorySlot> memorySlots(const Graph& g) {
   std::map<std::int64_t, MemorySlot> slots;
   auto note = [&](std::int64_t slot, const TensorType& type, bool windowed) {
@@ -45,8 +47,8 @@ namespace {
 std::string slotsStr(const std::vector<MemorySlot>& slots) {
   std::string s;
   for (const MemorySlot& m : slots)
-    s += (s.empty() ? "" : ", ") + std::to_string(m.slot) + (m.windowed ? " windowed " : " ") + std::string(dtypeName(m.dtype)) +
-         shapeStr(m.rowShape);
+    s += (s.empty() ? "" : ", ") + std::to_string(m.slot) + (m.windowed ? " windowed " : " ") +
+         std::string(dtypeName(m.dtype)) + shapeStr(m.rowShape);
   return "[" + s + "]";
 }
 
@@ -69,7 +71,8 @@ std::optional<std::string> check(const Graph& g, const SegmentSignature& s) {
         const std::string& name = op.attrs.getString("name");
         auto& want = in ? inputs : outputs;
         auto it = want.find(name);
-        if (it == want.end()) return std::string(in ? "input" : "output") + " '" + clip(name) + "' is not in the signature";
+        if (it == want.end())
+          return std::string(in ? "input" : "output") + " '" + clip(name) + "' is not in the signature";
         const TensorType& got = in ? *op.type : g.type(g.operand(n, 0));
         if (got != it->second)
           return std::string(in ? "input" : "output") + " '" + name + "': expected " + it->second.str() + ", got " +

@@ -46,11 +46,16 @@ inline constexpr const char* kNll = "nll";
 // The name a memory slot's tensor is bound under: "mem.<slot>".
 std::string memoryName(std::int64_t slot);
 
+// What a memory slot remembers per position: each layer's input (the
+// reference's form) or each layer's projected keys and values.
+enum class MemoryForm { Hidden, Kv };
+const char* memoryFormName(MemoryForm form);  // "hidden", "kv"
+
 // One memory slot of a segment graph.
 struct MemorySlot {
   std::int64_t slot = 0;
-  Shape rowShape;         // the shape of one remembered position
-  bool windowed = false;  // updated in place by a mem_window (else mem_read + mem_write)
+  Shape rowShape;            // the shape of one remembered position
+  bool windowed = false;     // updated in place by a mem_window (else mem_read + mem_write)
   DType dtype = DType::F32;  // of the remembered values (bf16: --precision bf16's keys and values)
   friend bool operator==(const MemorySlot&, const MemorySlot&) = default;
 };

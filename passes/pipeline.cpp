@@ -71,28 +71,52 @@ std::vector<std::string> parsePassList(const std::string& text) {
     if (name.empty()) throw Error("--passes: empty pass name in '" + clip(text) + "'");
     createPass(name);  // validates
     if (isPrecisionPass(name))
-      throw Error("--passes: " + name + " is not chosen by name; --precision " +
-                  (name == "int8-matmuls" ? "int8" : "bf16") + " runs it");
+      throw UsageError("--passes: " + name + " is not chosen by name; --precision " +
+                       (name == "int8-matmuls" ? "int8" : "bf16") + " runs it");
     names.push_back(name);
   }
   if (names.empty()) throw Error("--passes: expected a comma-separated list of passes or 'none'");
   return names;
 }
 
-std::vector<std::string> selectedPasses(const PipelineOptions& options) {
+ResolvedPipeline resolvePipeline(const PipelineOptions& options, Precision precision) {
   for (const auto& name : options.disabled) createPass(name);  // validates
-  std::vector<std::string> out;
-  for (const auto& name : options.passes ? *options.passes : defaultPipeline())
-    if (!options.disabled.count(name) && !isPrecisionPass(name)) out.push_back(name);
-  out.insert(out.end(), options.precisionPasses.begin(), options.precisionPasses.end());
-  return out;
+  ResolvedPipeline r;
+  std::ptrdiff_t cache = -1, window = -1;
+  for (const auto& name : options.passes ? *options.passes : defaultPipeline()) {
+    if (options.disabled.count(name) || isPrecisionPass(name)) continue;
+    if (name == "cache-projected-memory" && options.memory == ir::MemoryForm::Hidden) continue;
+    createPass(name);  // validates a list made without parsePassList
+    const auto at = std::ptrdiff_t(r.passes.size());
+    if (name == "cache-projected-memory" && cache < 0) cache = at;
+    if (name == "window-memory" && window < 0) window = at;
+    if (name == "fold-positions") r.foldsPositions = true;
+    r.passes.push_back(name);
+  }
+  r.memory = cache >= 0 && (window < 0 || cache < window) ? ir::MemoryForm::Kv : ir::MemoryForm::Hidden;
+  r.windowed = window >= 0;
+  if (options.memory == ir::MemoryForm::Kv && r.memory != ir::MemoryForm::Kv)
+    throw UsageError(std::string("--memory kv contradicts the passes: ") +
+                     (cache < 0 ? "cache-projected-memory does not run (--passes or --disable-pass)"
+                                : "window-memory runs before cache-projected-memory (--passes), which then "
+                                  "cannot match") +
+                     "; leave out --memory, or select cache-projected-memory before window-memory");
+  if (precision == Precision::BF16) r.passes.push_back("bf16-matmuls");
+  if (precision == Precision::Int8) r.passes.push_back("int8-matmuls");
+  const bool bf16State =
+      precision != Precision::F32 && r.windowed && (r.memory == ir::MemoryForm::Kv || precision == Precision::BF16);
+  if (bf16State) {
+    r.passes.push_back("bf16-state");
+    r.stateDType = ir::DType::BF16;
+  }
+  return r;
 }
 
-std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const PipelineOptions& options, ir::PassContext& ctx) {
-  const auto& p = options.precisionPasses;
-  ctx.stateDType = std::find(p.begin(), p.end(), "bf16-state") != p.end() ? ir::DType::BF16 : ir::DType::F32;
-  ir::PassManager pm(options.manager);
-  for (const auto& name : selectedPasses(options)) pm.add(createPass(name));
+std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const ResolvedPipeline& pipeline,
+                                        const ir::PassManagerOptions& manager, ir::PassContext& ctx) {
+  ctx.stateDType = pipeline.stateDType;
+  ir::PassManager pm(manager);
+  for (const auto& name : pipeline.passes) pm.add(createPass(name));
   // A graph built to be compiled ends folded, whatever the pipeline: the
   // executors are handed constants as weights, and --print-after-all's last
   // graph is the one compiled.
@@ -103,11 +127,9 @@ std::vector<ir::PassTiming> runPipeline(ir::Graph& g, const PipelineOptions& opt
 
 void foldConstants(ir::Graph& g, ir::ConstantEvaluator* constants) {
   if (!constants) return;
-  PipelineOptions none;
-  none.passes.emplace();
   ir::PassContext ctx;
   ctx.constants = constants;
-  runPipeline(g, none, ctx);
+  runPipeline(g, ResolvedPipeline{}, {}, ctx);
 }
 
 }  // namespace txl::passes

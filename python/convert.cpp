@@ -132,7 +132,7 @@ py::dict settingToDict(const driver::Setting& s) {
   d["initial_memory"] = frontend::initialMemoryName(s.initialMemory);
   d["threads"] = s.threads;
   d["backend"] = s.backend;
-  d["passes"] = passes::selectedPasses(s.pipeline);
+  d["passes"] = s.resolved.passes;
   d["memory"] = driver::memoryForm(s);
   d["precision"] = driver::precisionName(s.precision);
   return d;

@@ -41,7 +41,7 @@ std::string settingKey(const driver::Setting& s) {
                     std::to_string(s.clampLen) + "|" + std::to_string(s.sameLength) + "|" +
                     frontend::initialMemoryName(s.initialMemory) + "|" + std::to_string(s.threads) + "|" + s.backend + "|" +
                     driver::precisionName(s.precision);
-  for (const auto& p : passes::selectedPasses(s.pipeline)) key += "|" + p;
+  for (const auto& p : s.resolved.passes) key += "|" + p;
   return key;
 }
 
@@ -174,21 +174,16 @@ py::object inspect(const std::shared_ptr<PyModel>& pm, const std::string& stage,
                    const std::string& outputs, const py::kwargs& kwargs) {
   driver::InspectRequest r;
   r.stage = stage, r.format = format, r.stats = stats, r.batch = batch, r.qlen = qlen, r.mlen = mlen;
-  driver::Setting pipeline;
+  driver::SettingChoice c = pm->choice;  // the model's as loaded (precision included), then the keywords
   asSetting([&] {
     driver::setInspectOutputs(r, outputs);
     driver::checkInspectRequest(r);
-    driver::SettingChoice c;
-    c.backend = pm->choice.backend, c.passes = pm->choice.passes, c.disabled = pm->choice.disabled;
-    c.memory = pm->choice.memory;
     applyKeywords(c, kwargs, "inspect");
-    driver::selectPipeline(pipeline, c);
-    driver::targetInfo(pipeline.backend);  // a known backend
   });
   std::string text;
   {
     py::gil_scoped_release release;
-    text = driver::inspectModel(pm->model.spec, pipeline, r);
+    text = driver::inspectModel(pm->model.spec, c, {}, r);
   }
   if (format == "json") return py::module_::import("json").attr("loads")(text);
   return py::str(text);

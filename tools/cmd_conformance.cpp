@@ -24,14 +24,15 @@ struct Options {
 };
 
 int run(const Options& o) {
-  Setting options;  // the backend and pipeline; each case gives its model's setting
+  Setting options;  // the flags resolved once, up front: a contradiction is refused before any case runs
   o.pipeline.apply(options);
-  options.threads = o.threads;
+  SettingChoice choice = o.pipeline.choice();  // each case applies it to its model's own setting
+  choice.threads = o.threads;
   applyThreads(o.threads);
   int passed = 0, failed = 0, unreadable = 0;
   nlohmann::json report = nlohmann::json::array();
   for (const auto& dir : o.cases) {
-    CaseResult result = runConformanceCase(dir, options);
+    CaseResult result = runConformanceCase(dir, choice, options.pipeline.manager);
     if (result.passed) ++passed;
     else ++failed;
     if (!result.passed && !result.error.empty()) {

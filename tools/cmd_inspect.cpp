@@ -83,9 +83,10 @@ InspectRequest request(const Options& o) {
   return r;
 }
 
-std::string memoryPlanReport(const Options& o, const Setting& options) {
-  if (options.backend != "onednn")
-    throw Error("--memory-plan: plans are made by the onednn backend, not '" + options.backend + "'");
+std::string memoryPlanReport(const Options& o) {
+  const SettingChoice choice = o.pipeline.choice();
+  if (choice.backend && *choice.backend != "onednn")
+    throw Error("--memory-plan: plans are made by the onednn backend, not '" + *choice.backend + "'");
   namespace fs = std::filesystem;
   OpenOptions so = openOptions(o);
   if (!looksLikeArtifact(o.model) && !fs::is_directory(o.model) && o.weights.empty() && !o.randomWeights) {
@@ -97,12 +98,11 @@ std::string memoryPlanReport(const Options& o, const Setting& options) {
   // labels' %N are the value numbers of `txlc inspect`'s graph.
   const backend::SegmentKey key = inspectSegment(m.spec, request(o));
   const std::int64_t mlen = key.mlen;
-  Setting setting = defaultSetting(m);
-  setting.backend = options.backend, setting.pipeline = options.pipeline;  // an artifact keeps its passes
-  applyPrecision(setting, o.pipeline.precision.empty() ? setting.precision : options.precision);
-  setting.batch = o.batch;
-  setting.qlen = key.qlen;
-  checkSetting(m.spec, setting);
+  SettingChoice c = choice;  // an artifact keeps its passes (compile uses them)
+  c.batch = o.batch;
+  c.qlen = key.qlen;
+  Setting setting = resolveSetting(m, c, /*run=*/false);
+  o.pipeline.applyDiagnostics(setting);
   auto model = compile(m, setting);
   backend::SegmentPlan segment = model->compileSegment(key);
   // The graph `txlc inspect` prints for this segment: the compiled one
@@ -167,14 +167,14 @@ int run(const Options& o) {
   checkInspectRequest(request(o));
   if (o.memoryPlan && o.format == "dot") throw Error("--memory-plan prints text or json, not dot");
   if (o.memoryPlan && o.stats) throw Error("--memory-plan and --stats are separate reports: give one");
-  Setting options;
-  o.pipeline.apply(options);
+  Setting diagnostics;
+  o.pipeline.applyDiagnostics(diagnostics);
   std::string report;
   if (o.memoryPlan) {
-    report = memoryPlanReport(o, options);
+    report = memoryPlanReport(o);
   } else {
     const frontend::ModelSpec spec = openSpec(o.model, openOptions(o));
-    report = inspectModel(spec, options, request(o));
+    report = inspectModel(spec, o.pipeline.choice(), diagnostics.pipeline.manager, request(o));
   }
   if (o.output.empty() || o.output == "-") {
     std::cout << report << std::flush;

@@ -97,6 +97,9 @@ int main(int argc, char** argv) {
   }
   try {
     return action ? action() : kExitUsage;
+  } catch (const txl::UsageError& e) {
+    std::cerr << "txlc: error: " << oneLine(e.what()) << std::endl;
+    return kExitUsage;
   } catch (const txl::Error& e) {
     std::cerr << "txlc: error: " << oneLine(e.what()) << std::endl;
     return kExitBadInput;

@@ -20,6 +20,7 @@ driver::FlopCount flopsWith(const frontend::ModelSpec& spec, const std::optional
   driver::Setting setting = driver::defaultSetting(driver::modelFrom(spec, {}));
   setting.pipeline.passes = passes;
   setting.pipeline.disabled = std::move(disabled);
+  driver::resolvePipeline(setting);
   setting.backend = target;
   const ir::Graph g = driver::buildOptimizedGraph(spec, setting, {qlen, 160, {false, false}, false});
   return driver::countFlops(g);

@@ -39,7 +39,8 @@ std::vector<std::string> refSteps(const Case& c, driver::Precision precision = d
   driver::Setting setting = driver::defaultSetting(dm);
   setting.batch = c.batch;
   setting.memLen = c.memLen;
-  driver::applyPrecision(setting, precision);
+  setting.precision = precision;
+  driver::resolvePipeline(setting);
   auto model = driver::compile(dm, setting);
   backend::Session s(model);
   std::mt19937_64 rng(1);

@@ -31,6 +31,7 @@ Artifact tinyArtifact() {
   a.setting.batch = 1, a.setting.qlen = 64, a.setting.memLen = 64, a.setting.clampLen = -1;
   a.setting.sameLength = false;
   a.setting.pipeline.passes = std::vector<std::string>{"dce"};  // the memory form: hidden
+  resolvePipeline(a.setting);
   a.vocabulary = nlohmann::json{{"type", "char"}, {"symbols", {"a"}}};
   a.cpuIsa = "test";
   StoredGraph g{64, 64, false, true, false, "score", nlohmann::json{{"format", "txlc-graph/1"}}, 0};

@@ -27,6 +27,7 @@ ScoreResult score(const frontend::ModelSpec& spec, std::span<const std::int64_t>
   setting.memLen = memLen;
   setting.backend = "reference";
   setting.pipeline.passes = std::vector<std::string>{};  // the literal graph: this tests the scorer, not the passes
+  resolvePipeline(setting);
   auto model = compile(m, setting);
   backend::Session session(model);
   ScoreOptions so;

@@ -107,7 +107,7 @@ TEST_CASE("the default pipeline keeps whole segment graphs equal on both executo
         ir::PassContext ctx;
         ctx.target = &target;
         ctx.maxKlen = shape.memLen + c.spec.tgt_len + 2;  // longer than any klen here: suffix tables
-        passes::runPipeline(optimized, withoutMemoryForm(), ctx);
+        passes::runPipeline(optimized, passes::resolvePipeline(withoutMemoryForm(), passes::Precision::F32), {}, ctx);
         INFO(ir::print(optimized));
 
         // What the passes promise, structurally.
@@ -177,7 +177,7 @@ TEST_CASE("every pass can be disabled on its own without changing the outputs") 
       options.disabled.insert(name);
       ir::PassContext ctx;
       ctx.maxKlen = 9;
-      passes::runPipeline(g, options, ctx);
+      passes::runPipeline(g, passes::resolvePipeline(options, passes::Precision::F32), {}, ctx);
       auto diff = testing::compareOutputs(expected, testing::runGraph(*reference, g, weights, inputs), 1e-5);
       if (diff) FAIL(*diff);
     }
@@ -206,7 +206,7 @@ TEST_CASE("fuse-nll: the NLL without log-probabilities, targets at every cluster
       ir::Graph optimized = literal;
       ir::PassContext ctx;
       ctx.maxKlen = shape.memLen + c.spec.tgt_len;
-      passes::runPipeline(optimized, withoutMemoryForm(), ctx);
+      passes::runPipeline(optimized, passes::resolvePipeline(withoutMemoryForm(), passes::Precision::F32), {}, ctx);
       INFO(ir::print(optimized));
       CHECK(count(optimized, OpKind::LogprobPick) == std::size_t(c.spec.clusterCount()));
       CHECK(count(optimized, OpKind::LogSoftmax) == 0);
@@ -240,7 +240,7 @@ TEST_CASE("fuse-nll does not fire when the graph also outputs the log-probabilit
   ir::Graph g = frontend::buildSegmentGraph(c.spec, shape);  // logprob and nll
   ir::PassContext ctx;
   ctx.maxKlen = shape.memLen + c.spec.tgt_len;
-  passes::runPipeline(g, withoutMemoryForm(), ctx);
+  passes::runPipeline(g, passes::resolvePipeline(withoutMemoryForm(), passes::Precision::F32), {}, ctx);
   CHECK(count(g, OpKind::LogprobPick) == 0);
   CHECK(count(g, OpKind::Pick) == 1);
   bool remarked = false;

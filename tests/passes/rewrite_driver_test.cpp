@@ -50,7 +50,7 @@ Cost pipelineCost(const frontend::ModelSpec& s, std::int64_t qlen, const ir::Tar
   ir::PassContext ctx;
   ctx.target = target;
   const std::uint64_t before = passes::Rewriter::visits();
-  passes::runPipeline(g, {}, ctx);
+  passes::runPipeline(g, passes::resolvePipeline({}, passes::Precision::F32), {}, ctx);
   return {g.size(), passes::Rewriter::visits() - before};
 }
 

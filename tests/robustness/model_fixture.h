@@ -33,6 +33,7 @@ inline std::shared_ptr<backend::CompiledModel> conformanceModel(const std::strin
   setting.batch = batch;
   setting.backend = backend;
   if (literal) setting.pipeline.passes = std::vector<std::string>{};
+  driver::resolvePipeline(setting);
   return driver::compile(model, setting);
 }
 

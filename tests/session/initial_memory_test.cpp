@@ -38,7 +38,8 @@ std::shared_ptr<backend::CompiledModel> compile(const frontend::ModelSpec& s, co
   driver::Setting setting = driver::defaultSetting(model);
   setting.backend = backend;
   if (memory == "literal") setting.pipeline.passes = std::vector<std::string>{};
-  if (memory == "hidden") setting.pipeline.disabled.insert("cache-projected-memory");
+  if (memory == "hidden") setting.pipeline.memory = ir::MemoryForm::Hidden;
+  driver::resolvePipeline(setting);
   setting.batch = kBatch;
   if (initial) setting.initialMemory = *initial;
   return driver::compile(model, setting);

@@ -88,7 +88,8 @@ std::shared_ptr<backend::CompiledModel> compile(const std::string& memory, std::
   const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 3));
   driver::Setting setting = driver::defaultSetting(model);
   setting.backend = "onednn";
-  if (memory == "hidden") setting.pipeline.disabled.insert("cache-projected-memory");
+  if (memory == "hidden") setting.pipeline.memory = ir::MemoryForm::Hidden;
+  driver::resolvePipeline(setting);
   setting.batch = 2;
   return driver::compile(model, setting);
 }
