@@ -162,9 +162,7 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
   return m;
 }
 
-SafetensorsFile asSafetensors(const CheckpointModel& m) {
-  return SafetensorsFile::fromBytes(serializeSafetensors(m.tensors, {{"format", "pt"}}), m.source);
-}
+CheckpointSource tensorSource(const CheckpointModel& m) { return CheckpointSource(m.source, m.tensors); }
 
 void writeImportedModel(const CheckpointModel& m, const std::string& dir) {
   std::error_code ec;

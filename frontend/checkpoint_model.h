@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontend/checkpoint_source.h"
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "ir/tensor.h"
@@ -52,8 +53,8 @@ std::string checkpointFileIn(const std::string& dir);
 // txl::Error line naming the file.
 CheckpointModel readCheckpointModel(const std::string& src, const std::optional<std::string>& specPath);
 
-// The tensors as an in-memory safetensors file, for bindWeights().
-SafetensorsFile asSafetensors(const CheckpointModel& m);
+// The tensors as a tensor source, for bindWeights() (shared, not copied).
+CheckpointSource tensorSource(const CheckpointModel& m);
 
 // Writes config.json, model.safetensors and (with a vocabulary) vocab.txt
 // into `dir`, atomically: the files are written to a temporary folder beside

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frontend/checkpoint_model.h"
+#include "frontend/checkpoint_source.h"
 #include "frontend/input_file.h"
 #include "frontend/safetensors.h"
 #include "frontend/torch_checkpoint.h"
@@ -124,13 +125,9 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
     if (fs::is_directory(weights, ec))
       throw Error(weights + ": is a directory; --weights expects a safetensors file or a PyTorch checkpoint");
     if (isTorchCheckpointFile(weights)) {
-      // Read in full (tied duplicates dropped, half precision widened), then
-      // bound like a safetensors file of the same tensors.
-      CheckpointModel ckpt;
-      ckpt.source = weights;
-      for (const CheckpointTensor& t : readTorchCheckpoint(weights).tensors)
-        if (t.tiedTo.empty()) ckpt.tensors.emplace_back(t.name, t.tensor);
-      m.weights = bindWeights(m.spec, asSafetensors(ckpt), options.bind);
+      // Bound from the reader's tensors: F32 storages view the mapping, the
+      // others were widened once; ties are dropped and found by the binder.
+      m.weights = bindWeights(m.spec, CheckpointSource(readTorchCheckpoint(weights)), options.bind);
     } else {
       SafetensorsFile file = SafetensorsFile::open(weights);
       m.weights = bindWeights(m.spec, file, options.bind);

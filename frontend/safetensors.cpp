@@ -25,7 +25,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -337,28 +336,11 @@ ir::Tensor SafetensorsFile::toF32(const std::string& name, const ConvertOptions&
       throw Error(path_ + ": tensor " + inQuotes(name) + ": dtype " + stDTypeName(ti.dtype) +
                   " cannot be used as f32 weights (expected F32, F16, BF16 or F64)");
   }
-  if (options.nonFinite == NonFinitePolicy::Allow) return out;
-  const float* v = out.data<float>();
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (!std::isfinite(v[i]) && bad++ == 0) first = i;
-  if (bad == 0) return out;
-  std::string what;
-  if (std::isnan(v[first])) {
-    what = "NaN";
-  } else if (narrowed && std::isfinite(load<double>(src + 8 * first))) {
-    what = "out of f32 range";
+  if (narrowed) {
+    checkFinite(path_, name, out, options, [src](std::size_t i) { return std::isfinite(load<double>(src + 8 * i)); });
   } else {
-    what = v[first] > 0 ? "+Inf" : "-Inf";
+    checkFinite(path_, name, out, options);
   }
-  std::string detail = "element " + std::to_string(first) + " is " + what;
-  if (options.nonFinite == NonFinitePolicy::Refuse)
-    throw Error(path_ + ": tensor " + inQuotes(name) + ": " + detail + " (" + std::to_string(bad) +
-                " non-finite values); non-finite weights are refused");
-  std::string message =
-      path_ + ": tensor " + inQuotes(name) + ": " + std::to_string(bad) + " non-finite values (first: " + detail + ")";
-  if (options.warn) options.warn(message);
-  else std::cerr << "warning: " << message << "\n";
   return out;
 }
 

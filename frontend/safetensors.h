@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontend/tensor_source.h"
 #include "ir/tensor.h"
 
 namespace txl::frontend {
@@ -44,32 +45,26 @@ struct TensorInfo {
   std::int64_t numel() const;
 };
 
-// What to do with NaN or Inf met while converting to f32.
-enum class NonFinitePolicy { Refuse, Warn, Allow };
-
-struct ConvertOptions {
-  NonFinitePolicy nonFinite = NonFinitePolicy::Refuse;
-  // Receives warnings (NonFinitePolicy::Warn); null prints "warning: ..." to stderr.
-  std::function<void(const std::string&)> warn;
-};
-
-class SafetensorsFile {
+// A safetensors file is a TensorSource (frontend/tensor_source.h) whose
+// tensors view the file's mapping.
+class SafetensorsFile : public TensorSource {
  public:
   // Maps and validates the file at `path`; errors name `path`.
   static SafetensorsFile open(const std::string& path);
   // Validates an in-memory image (tests, fuzzing); errors name `name`.
   static SafetensorsFile fromBytes(std::vector<std::byte> bytes, const std::string& name);
 
-  const std::string& path() const { return path_; }
-  std::vector<std::string> names() const;  // sorted
+  const std::string& path() const override { return path_; }
+  std::vector<std::string> names() const override;  // sorted
   bool contains(const std::string& name) const { return infos_.contains(name); }
   const TensorInfo& info(const std::string& name) const;  // txl::Error if absent
+  const ir::Shape& shape(const std::string& name) const override { return info(name).shape; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   // The tensor as f32: F32 data aliases the mapping when 4-byte aligned and is
   // copied otherwise; F16, BF16 and F64 are converted. Other dtypes, and
   // non-finite values under NonFinitePolicy::Refuse, are a txl::Error.
-  ir::Tensor toF32(const std::string& name, const ConvertOptions& options = {}) const;
+  ir::Tensor toF32(const std::string& name, const ConvertOptions& options = {}) const override;
   // The tensor as i64 (from I64, I32, I16, I8, U32, U16, U8; U64 if it fits).
   ir::Tensor toI64(const std::string& name) const;
   // The raw bytes of a tensor (little-endian, possibly unaligned).

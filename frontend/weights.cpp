@@ -1,4 +1,4 @@
-// frontend/weights.cpp - binding safetensors tensors to the model's weight slots.
+// frontend/weights.cpp - binding a tensor source's tensors to the model's weight slots.
 //
 // Algorithm:
 //   1. Map each file name to a canonical name: strip "transformer.", ignore
@@ -55,7 +55,7 @@ struct Source {
 
 class Binder {
  public:
-  Binder(const ModelSpec& spec, const SafetensorsFile& file, const BindOptions& options)
+  Binder(const ModelSpec& spec, const TensorSource& file, const BindOptions& options)
       : spec_(spec), file_(file), convert_{options.nonFinite, options.warn} {}
 
   WeightMap run() {
@@ -112,7 +112,7 @@ class Binder {
   }
 
   void checkShape(const std::string& stored, const ir::Shape& want) const {
-    const ir::Shape& got = file_.info(stored).shape;
+    const ir::Shape& got = file_.shape(stored);
     if (got != want)
       fail("tensor " + inQuotes(stored) + ": expected shape " + ir::shapeStr(want) + ", found " + ir::shapeStr(got));
   }
@@ -182,14 +182,14 @@ class Binder {
     std::string more = sources_.size() > 1 ? " and " + std::to_string(sources_.size() - 1) + " more" : "";
     if (!s.layers.empty())
       fail("unexpected tensor " + inQuotes(stored) + more + ": per-layer biases need untie_r true and attn_type 0");
-    fail("unexpected tensor " + inQuotes(stored) + " with shape " + ir::shapeStr(file_.info(stored).shape) + more +
+    fail("unexpected tensor " + inQuotes(stored) + " with shape " + ir::shapeStr(file_.shape(stored)) + more +
          ": not a weight of a model with this spec (attn_type " + std::to_string(spec_.attn_type) + ", " +
          std::to_string(spec_.n_layer) + " layers, " + std::to_string(spec_.clusterCount()) + " clusters, div_val " +
          std::to_string(spec_.div_val) + ")");
   }
 
   const ModelSpec& spec_;
-  const SafetensorsFile& file_;
+  const TensorSource& file_;
   ConvertOptions convert_;
   bool hf_ = false;
   std::map<std::string, Source> sources_;  // canonical name -> where it is stored
@@ -285,7 +285,7 @@ std::string huggingFaceName(const ModelSpec& spec, const std::string& canonical)
   return kHfPrefix + canonical;
 }
 
-WeightMap bindWeights(const ModelSpec& spec, const SafetensorsFile& file, const BindOptions& options) {
+WeightMap bindWeights(const ModelSpec& spec, const TensorSource& file, const BindOptions& options) {
   return Binder(spec, file, options).run();
 }
 

@@ -3,7 +3,8 @@
 // weightSlots(spec) lists every tensor a model with that spec has, under the
 // reference's names (kimiyoung/transformer-xl `state_dict()`), with its shape;
 // tied tensors (tie_weight, tie_projs) are slots that alias another one.
-// bindWeights() finds each slot in a safetensors file, by reference names or
+// bindWeights() finds each slot in a tensor source (frontend/tensor_source.h:
+// a safetensors file, a PyTorch checkpoint), by reference names or
 // by Hugging Face names (`transformer.` prefix on everything but `crit.*`,
 // per-layer `r_w_bias` / `r_r_bias` with untie_r), checks shapes, converts to
 // f32 and returns a WeightMap holding every canonical name; a tied name maps
@@ -37,6 +38,7 @@
 
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
+#include "frontend/tensor_source.h"
 #include "ir/tensor.h"
 
 namespace txl::frontend {
@@ -62,11 +64,12 @@ struct BindOptions {
   std::function<void(const std::string&)> warn;  // null: "warning: ..." on stderr
 };
 
-// Binds every slot of `spec` to a tensor of `file` (f32). A missing,
+// Binds every slot of `spec` to a tensor of `file` (f32), converting one
+// tensor at a time; a tensor the source holds as f32 is bound in place. A missing,
 // unexpected or mis-shaped tensor, a stored tied copy that differs from its
 // target, or a name given twice (reference and Hugging Face spellings) is a
 // txl::Error naming the tensor(s).
-WeightMap bindWeights(const ModelSpec& spec, const SafetensorsFile& file, const BindOptions& options = {});
+WeightMap bindWeights(const ModelSpec& spec, const TensorSource& file, const BindOptions& options = {});
 
 // Deterministic weights for `--random-weights`: uniform in ±0.02·√3 (standard
 // deviation 0.02, like the reference's init_std), layer norms weight 1 and

@@ -30,7 +30,7 @@ int run(const Options& o) {
   std::optional<std::string> spec;
   if (o.specOpt->count()) spec = o.spec;
   frontend::CheckpointModel m = frontend::readCheckpointModel(o.source, spec);
-  frontend::bindWeights(m.spec, frontend::asSafetensors(m));  // the folder must load as a model
+  frontend::bindWeights(m.spec, frontend::tensorSource(m));  // the folder must load as a model
   frontend::writeImportedModel(m, o.output);
   for (const auto& note : m.notes) std::cerr << "txlc: note: " << note << std::endl;
   std::cerr << "txlc: imported " << m.tensors.size() << " tensors" << (m.vocabulary.empty() ? "" : " and ")
