@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <iomanip>
 #include <span>
+#include <sstream>
 
 #include "driver/compile.h"
 #include "driver/document_sink.h"
@@ -398,6 +400,20 @@ DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const
     out.summary["written"] = written;  // the documents whose lines are out, in input order (resumed ones included)
   }
   return out;
+}
+
+std::string documentSummaryLine(const nlohmann::json& j) {
+  const bool interrupted = j.contains("interrupted");
+  const auto ranks = j["ranks"].get<int>();
+  std::ostringstream line;
+  line << "txlc: score: " << (interrupted ? std::to_string(j["written"].get<std::size_t>()) + " of " : "")
+       << j["documents"].get<std::size_t>() << " documents (" << j["failed"].get<std::int64_t>() << " with errors, "
+       << j["resumed"].get<std::size_t>() << " resumed), " << j["tokens"].get<std::int64_t>() << " tokens, nll_sum "
+       << std::setprecision(10) << j["nll_sum"].get<double>() << ", " << std::setprecision(4)
+       << j["bits_per_token"].get<double>() << " bits/token; " << std::fixed << std::setprecision(1)
+       << j["documents_per_second"].get<double>() << " documents/s, " << std::setprecision(0)
+       << j["tokens_per_second"].get<double>() << " tokens/s on " << ranks << (ranks == 1 ? " rank" : " ranks");
+  return line.str();
 }
 
 }  // namespace txl::driver

@@ -117,6 +117,10 @@ struct DocumentJobResult {
   bool ranksUnfinished = false;            // interrupted with ranks still at work: the caller ends the run
 };
 
+// The summary as one line for stderr: "txlc: score: N documents (F with
+// errors, R resumed), T tokens, nll_sum ..., B bits/token; ... on K ranks".
+std::string documentSummaryLine(const nlohmann::json& summary);
+
 DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const DocumentJob& job, Processes& procs,
                                    SplitPhase& phase);
 

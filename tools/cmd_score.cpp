@@ -1,13 +1,8 @@
 // tools/cmd_score.cpp - `txlc score MODEL_OR_ARTIFACT FILE` and `txlc score MODEL --documents FILE`.
 //
-// FILE: streams the tokens of FILE through segments with the recurrent
-// memory, as the reference's eval.py scores a split, and prints the totals;
-// --json gives stable keys (docs/CLI.md). --documents: one JSON line per
-// document, in input order, written atomically with -o, resumable with
-// --resume. Under an MPI launcher (`mpirun -np N txlc score ...`) the ranks
-// share the work and rank 0 prints (docs/SCALE.md). The job, its messages,
-// its failure policy and its output file are driver/score_job.h and the
-// files it names; this file holds the flags, the progress lines and the printing.
+// The flags, the progress lines and the printing of the score job
+// (driver/score_job.h: a text's totals, or one JSON line per document, in
+// one process or split under mpirun, docs/SCALE.md); docs/CLI.md.
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -16,7 +11,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "driver/distributed.h"
 #include "driver/score_job.h"
 #include "frontend/atomic_file.h"
 #include "ir/check.h"
@@ -34,15 +28,11 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   ModelFlags model;
   std::string file;
-  bool ids = false;
-  bool json = false;
-  bool perToken = false;
+  bool ids = false, json = false, perToken = false, resume = false, strict = false;
   std::string documents, output, summary, documentsFormat = "auto";
-  bool resume = false, strict = false;
   std::int64_t maxTokens = std::int64_t(1) << 20;
-  double rankTimeout = 120;
+  double rankTimeout = 120, maxUnkFraction = 0.10;
   bool progress = false, noProgress = false;  // neither: a running estimate when stderr is a terminal
-  double maxUnkFraction = 0.10;
   bool showProgress() const { return progress || (!noProgress && stderrIsTerminal()); }
 };
 
@@ -55,30 +45,23 @@ std::string printable(const std::string& s) {
 
 const char* signalName(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
 
-// When a progress line is due: at most every `interval`, the first at once (or after one interval).
-class ProgressPace {
- public:
-  ProgressPace(bool on, int intervalMs, bool firstAtOnce)
-      : on(on), interval_(intervalMs), shown_(!firstAtOnce), last_(start) {}
-  const Clock::time_point start = Clock::now();
-  const bool on;
+// When a progress line is due: at most every `interval`; the first at once unless `shown` starts true.
+struct ProgressPace {
+  bool on;
+  std::chrono::milliseconds interval;
+  bool shown;
+  Clock::time_point start = Clock::now(), last = start;
   bool due() {
     const auto now = Clock::now();
-    if (!on || (shown_ && now - last_ < interval_)) return false;
-    shown_ = true;
-    last_ = now;
+    if (!on || (shown && now - last < interval)) return false;
+    shown = true;
+    last = now;
     return true;
   }
-  bool shown() const { return shown_; }
   double rate(double n) const {
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
     return secs > 0 ? n / secs : 0.0;
   }
-
- private:
-  std::chrono::milliseconds interval_;
-  bool shown_;
-  Clock::time_point last_;
 };
 
 int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phase) {
@@ -88,7 +71,7 @@ int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phas
   // The running estimate: on a terminal one line rewritten at most 5 times a
   // second, else (--progress into a file or pipe) a line at most every second.
   const bool terminal = stderrIsTerminal();
-  ProgressPace pace(procs.rank() == 0 && o.showProgress(), terminal ? 200 : 1000, true);
+  ProgressPace pace{procs.rank() == 0 && o.showProgress(), std::chrono::milliseconds(terminal ? 200 : 1000), false};
   job.progress = [&](const driver::TextProgress& p) {
     if (p.done <= 0 || !pace.due()) return;
     const double rate = pace.rate(double(p.done)), perToken = p.nllSum / double(p.done);
@@ -110,17 +93,8 @@ int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phas
   if (!r.root) return kExitOk;
   const driver::ScoreInput& in = r.input;
   const driver::ScoreResult& t = r.total;
-  if (pace.on && terminal && pace.shown()) std::cerr << "\r\033[K" << std::flush;
-  if (t.dropped > 0)
-    std::cerr << "txlc: note: --batch " << t.batch << " cuts " << in.ids.size() << " tokens into " << t.batch
-              << " streams of " << t.streamLength << "; dropped the last " << t.dropped << " tokens" << std::endl;
-  if (in.unknown > 0) {
-    const double unk = driver::unknownFraction(in);
-    std::cerr << "txlc: " << (unk > 0.01 ? "warning" : "note") << ": " << in.unknown << " tokens of " << o.file << " ("
-              << std::fixed << std::setprecision(2) << 100 * unk << std::defaultfloat
-              << " %) are not in the vocabulary (scored as <unk>)"
-              << (unk > 0.01 ? "; the perplexity of <unk> is not the text's" : "") << std::endl;
-  }
+  if (pace.on && terminal && pace.shown) std::cerr << "\r\033[K" << std::flush;
+  std::cerr << driver::scoreNotes(in, t, o.file);
   if (t.interrupted)
     std::cerr << "txlc: score: interrupted by " << signalName(r.signal) << " after " << t.scored << " of "
               << r.tokensTotal << " tokens; the totals are partial" << std::endl;
@@ -161,25 +135,26 @@ int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phas
 int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase& phase) {
   driver::Model m = o.model.open();
   const driver::Setting setting = o.model.setting(m);
-  driver::DocumentJob job;
-  job.source = o.documents;
-  job.docs = driver::readDocuments(o.documents, driver::documentFormat(o.documentsFormat));
-  job.limits.maxTokens = o.maxTokens;
-  job.strict = o.strict;
-  job.output = o.output;
-  job.stream = &std::cout;
-  job.resume = o.resume;
-  job.threads = o.model.threads;
-  job.rankTimeout = o.rankTimeout;
-  job.catchInterrupts = true;
-  ProgressPace pace(o.showProgress(), 200, false);  // a line rewritten at most 5 times a second
-  job.progress = [&](const driver::DocumentProgress& p) {
-    if (!pace.due()) return;
-    std::cerr << "\rtxlc: score: " << p.scored << "/" << p.todo << " documents, " << p.predicted << " tokens"
-              << (p.ranks > 1 ? " on " + std::to_string(p.ranks) + " ranks" : "") << ", " << std::fixed
-              << std::setprecision(0) << pace.rate(double(p.predicted)) << " tokens/s   " << std::defaultfloat
-              << std::flush;
-  };
+  ProgressPace pace{o.showProgress(), std::chrono::milliseconds(200), true};  // at most 5 lines a second
+  const driver::DocumentJob job{.source = o.documents,
+                                .docs = driver::readDocuments(o.documents, driver::documentFormat(o.documentsFormat)),
+                                .limits = {o.maxTokens},
+                                .strict = o.strict,
+                                .output = o.output,
+                                .stream = &std::cout,
+                                .resume = o.resume,
+                                .threads = o.model.threads,
+                                .rankTimeout = o.rankTimeout,
+                                .catchInterrupts = true,
+                                .compiled = nullptr,
+                                .progress = [&](const driver::DocumentProgress& p) {
+                                  if (!pace.due()) return;
+                                  std::cerr << "\rtxlc: score: " << p.scored << "/" << p.todo << " documents, "
+                                            << p.predicted << " tokens"
+                                            << (p.ranks > 1 ? " on " + std::to_string(p.ranks) + " ranks" : "") << ", "
+                                            << std::fixed << std::setprecision(0) << pace.rate(double(p.predicted))
+                                            << " tokens/s   " << std::defaultfloat << std::flush;
+                                }};
   const driver::DocumentJobResult r = driver::scoreDocumentJob(m, setting, job, procs, phase);
   if (!r.root) return r.signal != 0 ? 128 + r.signal : kExitOk;
   if (pace.on) std::cerr << "\r\033[K" << std::flush;
@@ -195,17 +170,7 @@ int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase&
     frontend::AtomicFile f(o.summary, 0644);
     f.write(text.data(), text.size());
     f.commit();
-  } else {
-    std::ostringstream line;
-    line << "txlc: score: " << (interrupted ? std::to_string(r.documents.size()) + " of " : "") << job.docs.size()
-         << " documents (" << j["failed"].get<std::int64_t>() << " with errors, " << j["resumed"].get<std::size_t>()
-         << " resumed), " << j["tokens"].get<std::int64_t>() << " tokens, nll_sum " << std::setprecision(10)
-         << j["nll_sum"].get<double>() << ", " << std::setprecision(4) << j["bits_per_token"].get<double>()
-         << " bits/token; " << std::fixed << std::setprecision(1) << j["documents_per_second"].get<double>()
-         << " documents/s, " << std::setprecision(0) << j["tokens_per_second"].get<double>() << " tokens/s on "
-         << procs.size() << (procs.size() == 1 ? " rank" : " ranks");
-    std::cerr << line.str() << std::endl;
-  }
+  } else std::cerr << driver::documentSummaryLine(j) << std::endl;
   if (!interrupted) return kExitOk;
   if (r.ranksUnfinished) procs.abort(128 + r.signal);  // a rank that missed the signal would wait for rank 0 forever
   return 128 + r.signal;
@@ -214,8 +179,7 @@ int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase&
 int run(const Options& o) {
   std::unique_ptr<driver::Processes> procs = driver::joinProcesses();
   const auto work = [&](driver::SplitPhase& phase) {
-    const std::string& input = o.documents.empty() ? o.file : o.documents;
-    if (input == "-" && procs->size() > 1)
+    if ((o.documents.empty() ? o.file : o.documents) == "-" && procs->size() > 1)
       throw Error("-: under mpirun stdin reaches rank 0 only, and every rank reads the input: give a file");
     return o.documents.empty() ? runText(o, *procs, phase) : runDocuments(o, *procs, phase);
   };
@@ -237,22 +201,18 @@ void registerScore(CLI::App& app, Action& action) {
       "--documents", o->documents,
       "score each document of FILE on its own (one per line, or JSON Lines with \"text\" and \"id\"): one JSON line "
       "per document, in order");
-  std::vector<CLI::Option*> docOnly;
-  docOnly.push_back(cmd->add_option("-o,--output", o->output,
-                                    "--documents: write the lines to FILE (atomically; FILE.partial while running)")
-                        ->check(nonEmptyPath()));
-  docOnly.push_back(
+  const std::vector<CLI::Option*> docOnly = {
+      cmd->add_option("-o,--output", o->output,
+                      "--documents: write the lines to FILE (atomically; FILE.partial while running)")
+          ->check(nonEmptyPath()),
       cmd->add_option("--summary", o->summary, "--documents: the summary as JSON to FILE instead of a line on stderr")
-          ->check(nonEmptyPath()));
-  docOnly.push_back(
-      cmd->add_flag("--resume", o->resume, "--documents: keep the documents an interrupted run (-o FILE) completed"));
-  docOnly.push_back(cmd->add_flag("--strict", o->strict,
-                                  "--documents: a document that cannot be scored is an error, not an error line"));
-  docOnly.push_back(
-      cmd->add_option("--documents-format", o->documentsFormat, "--documents: auto (default), lines or jsonl"));
-  docOnly.push_back(
+          ->check(nonEmptyPath()),
+      cmd->add_flag("--resume", o->resume, "--documents: keep the documents an interrupted run (-o FILE) completed"),
+      cmd->add_flag("--strict", o->strict,
+                    "--documents: a document that cannot be scored is an error, not an error line"),
+      cmd->add_option("--documents-format", o->documentsFormat, "--documents: auto (default), lines or jsonl"),
       cmd->add_option("--max-tokens", o->maxTokens, "--documents: longer documents are error lines (default 1048576)")
-          ->check(positiveInt()));
+          ->check(positiveInt())};
   CLI::Option* progressOn =
       cmd->add_flag("--progress", o->progress,
                     "a running estimate on stderr (tokens, perplexity, tokens/s, ETA); default on a terminal");
