@@ -82,6 +82,8 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
     if (!perToken.empty())
       std::copy(s.perToken.begin(), s.perToken.end(), perToken.begin() + s.first * (streamLength - 1));
   };
+  const auto start = Clock::now();
+  const auto since = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   auto lastSent = Clock::now();
   std::int64_t unsent = 0, doneHere = 0;
   double unsentNll = 0, nllHere = 0;
@@ -93,8 +95,8 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
     if (rank == 0) {
       if (peers) peers->poll(std::chrono::milliseconds(0), handle);
       if (job.progress)
-        job.progress(
-            {doneHere + othersDone, streams * (streamLength - 1), nllHere + othersNll, ranks, in.characters >= 0});
+        job.progress({doneHere + othersDone, streams * (streamLength - 1), nllHere + othersNll, ranks,
+                      in.characters >= 0, since()});
     } else if (Clock::now() - lastSent > std::chrono::milliseconds(250)) {  // a heartbeat with the progress
       procs.sendToRoot(kTagStreams, encodeStreamShare({first, {}, {}, {}, unsent, unsentNll}));
       unsent = 0;
@@ -102,7 +104,6 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
       lastSent = Clock::now();
     }
   };
-  const auto start = Clock::now();
   ScoreResult r = scoreTokens(session, ids, so, job.file);
   if (rank != 0) {
     procs.sendToRoot(kTagStreams,
@@ -319,7 +320,9 @@ DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const
     }
   };
   const auto showProgress = [&] {
-    if (job.progress) job.progress({scoredAll, todo.size(), predictedAll, ranks});
+    if (job.progress)
+      job.progress(
+          {scoredAll, todo.size(), predictedAll, ranks, std::chrono::duration<double>(Clock::now() - start).count()});
   };
   writeReady();  // error lines before the first scored document
   po.afterSegment = [&](std::int64_t n) {

@@ -42,6 +42,7 @@ struct TextProgress {
   double nllSum = 0;                 // the sum of their NLLs
   int ranks = 1;
   bool characters = false;  // a character vocabulary's text (bits per character)
+  double seconds = 0;       // since the scoring started
 };
 
 struct TextJob {
@@ -79,6 +80,7 @@ struct DocumentProgress {
   std::size_t scored = 0, todo = 0;  // documents scored in this run (all ranks), and to score
   std::int64_t predicted = 0;        // tokens predicted in this run, all ranks
   int ranks = 1;
+  double seconds = 0;  // since the scoring started
 };
 
 struct DocumentJob {

@@ -3,7 +3,6 @@
 // The flags, the progress lines and the printing of the score job
 // (driver/score_job.h: a text's totals, or one JSON line per document, in
 // one process or split under mpirun, docs/SCALE.md); docs/CLI.md.
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -22,8 +21,6 @@
 namespace txl::tools {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Options {
   ModelFlags model;
@@ -45,22 +42,18 @@ std::string printable(const std::string& s) {
 
 const char* signalName(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
 
-// When a progress line is due: at most every `interval`; the first at once unless `shown` starts true.
+// When a progress line is due, by the seconds since the scoring started: at
+// most every `interval`; the first at once unless `shown` starts true.
 struct ProgressPace {
   bool on;
-  std::chrono::milliseconds interval;
+  double interval;
   bool shown;
-  Clock::time_point start = Clock::now(), last = start;
-  bool due() {
-    const auto now = Clock::now();
-    if (!on || (shown && now - last < interval)) return false;
+  double last = 0;
+  bool due(double seconds) {
+    if (!on || (shown && seconds - last < interval)) return false;
     shown = true;
-    last = now;
+    last = seconds;
     return true;
-  }
-  double rate(double n) const {
-    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-    return secs > 0 ? n / secs : 0.0;
   }
 };
 
@@ -71,10 +64,10 @@ int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phas
   // The running estimate: on a terminal one line rewritten at most 5 times a
   // second, else (--progress into a file or pipe) a line at most every second.
   const bool terminal = stderrIsTerminal();
-  ProgressPace pace{procs.rank() == 0 && o.showProgress(), std::chrono::milliseconds(terminal ? 200 : 1000), false};
+  ProgressPace pace{procs.rank() == 0 && o.showProgress(), terminal ? 0.2 : 1.0, false};
   job.progress = [&](const driver::TextProgress& p) {
-    if (p.done <= 0 || !pace.due()) return;
-    const double rate = pace.rate(double(p.done)), perToken = p.nllSum / double(p.done);
+    if (p.done <= 0 || !pace.due(p.seconds)) return;
+    const double rate = p.seconds > 0 ? double(p.done) / p.seconds : 0.0, perToken = p.nllSum / double(p.done);
     std::ostringstream line;
     line << "txlc: score: " << p.done << "/" << p.total << " tokens (" << std::fixed << std::setprecision(1)
          << 100.0 * double(p.done) / double(p.total) << " %)"
@@ -135,7 +128,7 @@ int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phas
 int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase& phase) {
   driver::Model m = o.model.open();
   const driver::Setting setting = o.model.setting(m);
-  ProgressPace pace{o.showProgress(), std::chrono::milliseconds(200), true};  // at most 5 lines a second
+  ProgressPace pace{o.showProgress(), 0.2, true};  // at most 5 lines a second
   const driver::DocumentJob job{.source = o.documents,
                                 .docs = driver::readDocuments(o.documents, driver::documentFormat(o.documentsFormat)),
                                 .limits = {o.maxTokens},
@@ -148,12 +141,13 @@ int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase&
                                 .catchInterrupts = true,
                                 .compiled = nullptr,
                                 .progress = [&](const driver::DocumentProgress& p) {
-                                  if (!pace.due()) return;
+                                  if (!pace.due(p.seconds)) return;
                                   std::cerr << "\rtxlc: score: " << p.scored << "/" << p.todo << " documents, "
                                             << p.predicted << " tokens"
                                             << (p.ranks > 1 ? " on " + std::to_string(p.ranks) + " ranks" : "") << ", "
-                                            << std::fixed << std::setprecision(0) << pace.rate(double(p.predicted))
-                                            << " tokens/s   " << std::defaultfloat << std::flush;
+                                            << std::fixed << std::setprecision(0)
+                                            << (p.seconds > 0 ? double(p.predicted) / p.seconds : 0.0) << " tokens/s   "
+                                            << std::defaultfloat << std::flush;
                                 }};
   const driver::DocumentJobResult r = driver::scoreDocumentJob(m, setting, job, procs, phase);
   if (!r.root) return r.signal != 0 ? 128 + r.signal : kExitOk;
