@@ -51,6 +51,8 @@ bool builtWithMpi() {
 #endif
 }
 
+std::unique_ptr<Processes> singleProcess() { return std::make_unique<SingleProcess>(); }
+
 std::unique_ptr<Processes> joinProcesses() {
   const int launched = launcherSize();
 #ifdef TXL_HAVE_MPI

@@ -58,6 +58,9 @@ class Processes {
 // txlc was built with MPI), else just this process. txl::Error when an MPI
 // launcher started a txlc built without MPI.
 std::unique_ptr<Processes> joinProcesses();
+// Just this process (rank 0 of 1), whatever launched it: a library caller's
+// job that is not split (the Python module).
+std::unique_ptr<Processes> singleProcess();
 // The number of processes an MPI launcher (mpirun, srun, hydra) announces
 // in the environment (OMPI_COMM_WORLD_SIZE, PMIX_SIZE... ), 0 when none did.
 int launcherSize();

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iomanip>
 #include <new>
+#include <sstream>
 
 #include "driver/text_source.h"
 #include "ir/check.h"
@@ -36,8 +38,9 @@ void checkText(const frontend::Vocabulary& vocab, std::string_view text, const s
       known = hasSymbol(vocab, text.substr(0, end));
     }
     if (!known)
-      throw Error(source + ": byte 0: a UTF-8 byte-order mark (EF BB BF), which the model's vocabulary has no symbol "
-                           "for; strip it first (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)");
+      throw Error(source +
+                  ": byte 0: a UTF-8 byte-order mark (EF BB BF), which the model's vocabulary has no symbol "
+                  "for; strip it first (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)");
   }
   if (vocab.kind() == frontend::VocabKind::Char && !hasSymbol(vocab, "\r"))
     if (const std::size_t cr = text.find('\r'); cr != std::string_view::npos)
@@ -125,6 +128,21 @@ nlohmann::json scoreReport(const Model& m, const Setting& s, const ScoreInput& i
                       {"seconds", seconds}};
   if (in.characters >= 0) j["bits_per_char"] = bitsPerToken;  // one token per character
   return j;
+}
+
+std::string scoreNotes(const ScoreInput& in, const ScoreResult& r, const std::string& file) {
+  std::ostringstream out;
+  if (r.dropped > 0)
+    out << "txlc: note: --batch " << r.batch << " cuts " << in.ids.size() << " tokens into " << r.batch
+        << " streams of " << r.streamLength << "; dropped the last " << r.dropped << " tokens\n";
+  if (in.unknown > 0) {
+    const double unk = unknownFraction(in);
+    out << "txlc: " << (unk > 0.01 ? "warning" : "note") << ": " << in.unknown << " tokens of " << file << " ("
+        << std::fixed << std::setprecision(2) << 100 * unk << std::defaultfloat
+        << " %) are not in the vocabulary (scored as <unk>)"
+        << (unk > 0.01 ? "; the perplexity of <unk> is not the text's" : "") << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace txl::driver

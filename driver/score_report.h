@@ -51,6 +51,11 @@ void checkUnknownFraction(const ScoreInput& in, double max);
 // standard error of the mean per-token NLL (nll_stderr, over every predicted
 // token of every stream, driver::nllStandardError) and perplexity_stderr
 // (perplexity * nll_stderr); r.interrupted: the figures of the tokens scored.
+// The notes a score gives on stderr (each line "txlc: note: ..." or
+// "txlc: warning: ...", ending in a line break; "" for none): the tokens the
+// cut into streams dropped, the tokens scored as <unk> of `file`.
+std::string scoreNotes(const ScoreInput& in, const ScoreResult& r, const std::string& file);
+
 nlohmann::json scoreReport(const Model& m, const Setting& s, const ScoreInput& in, const ScoreResult& r,
                            double seconds);
 

@@ -245,15 +245,35 @@ AtomicFile::~AtomicFile() {
   releaseTemporary(registered_);
 }
 
-void AtomicFile::write(const void* data, std::size_t size) {
+void AtomicFile::write(const void* data, std::size_t size) { writeAll(fd_, data, size, path_); }
+
+void writeAll(int fd, const void* data, std::size_t size, const std::string& path) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    ssize_t n = ::write(fd_, p, size);
+    ssize_t n = ::write(fd, p, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(oneLine(path_) + ": cannot write: " + std::strerror(errno));
+    if (n <= 0) throw Error(oneLine(path) + ": cannot write: " + std::strerror(errno));
     p += n;
     size -= std::size_t(n);
   }
+}
+
+int openContinuedFile(const std::string& path) {
+  checkOutputPath(path);
+  // A hard link is refused after the open, before anything is truncated.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+  if (fd < 0) throw Error(path + ": cannot create: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+    ::close(fd);
+    throw Error(path + ": expected a regular file of its own to continue; found another kind or a hard link");
+  }
+  if (::ftruncate(fd, 0) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw Error(path + ": cannot truncate: " + std::strerror(err));
+  }
+  return fd;
 }
 
 void AtomicFile::commit() {

@@ -47,6 +47,16 @@ class AtomicFile {
 // not (the rules above); returns whether it exists as a regular file.
 bool checkOutputPath(const std::string& path);
 
+// A file written in place across runs (score --documents' FILE.partial, which
+// --resume continues): checked by checkOutputPath, opened with O_NOFOLLOW
+// (a planted symlink is refused, never followed), refused when it is not a
+// regular file of its own (a hard link), then truncated. Returns the
+// descriptor, which the caller closes.
+int openContinuedFile(const std::string& path);
+// Writes all of `data` to `fd` (retrying short writes and EINTR); txl::Error
+// naming `path` when it cannot.
+void writeAll(int fd, const void* data, std::size_t size, const std::string& path);
+
 // A fresh directory `.<name>.txlc-<random>` beside `path`, registered for
 // removal on a signal as it is made (with the files registered inside it:
 // register each before writing it, so that no signal leaves it behind);

@@ -394,6 +394,7 @@ with the artifact appended), as `txlc compile` does, and returns its
 summary (`txlc compile --json`): output, emit, model_id, batch, qlen,
 mem_len, graphs, main_graph_nodes, passes, main_plan_steps,
 main_plan_arena_bytes, artifact_bytes, seconds.)");
+  bindScoreDocuments(m);
 }
 
 }  // namespace txl::python

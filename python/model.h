@@ -39,6 +39,8 @@ struct PyModel {
 
 void bindModel(py::module_& m);
 void bindSession(py::module_& m);
+// Model.score_documents (python/score_documents.cpp), added to the class bindModel() made.
+void bindScoreDocuments(py::module_& m);
 
 // Python objects bound in session.cpp, made by Model's methods in model.cpp.
 py::object makeSession(const std::shared_ptr<PyModel>& model, const py::kwargs& kwargs);

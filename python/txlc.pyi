@@ -1,7 +1,7 @@
 # txlc.pyi - type stub of the txlc extension module (python/*.cpp), installed beside it.
 # docs/PYTHON.md is the reference; every call's docstring says the same with shapes and dtypes.
 import os
-from typing import Any, Iterator, Literal, Mapping, Sequence, overload
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -120,6 +120,15 @@ class Model:
         ids: bool = False,
         per_token: bool = False,
         text: bool | None = None,
+        **setting: Any,
+    ) -> dict[str, Any]: ...
+    def score_documents(
+        self,
+        corpus: _Path | Iterable[Mapping[str, Any]] | Iterable[str],
+        *,
+        format: Literal["auto", "lines", "jsonl"] = "auto",
+        max_tokens: int = 1048576,
+        strict: bool = False,
         **setting: Any,
     ) -> dict[str, Any]: ...
     @overload

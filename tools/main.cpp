@@ -9,6 +9,7 @@
 #include "ir/check.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/error_exit.h"
 #include "tools/exit_codes.h"
 #include "driver/build_info.h"
 #include "driver/model.h"
@@ -97,20 +98,9 @@ int main(int argc, char** argv) {
   }
   try {
     return action ? action() : kExitUsage;
-  } catch (const txl::UsageError& e) {
-    std::cerr << "txlc: error: " << oneLine(e.what()) << std::endl;
-    return kExitUsage;
-  } catch (const txl::Error& e) {
-    std::cerr << "txlc: error: " << oneLine(e.what()) << std::endl;
-    return kExitBadInput;
-  } catch (const txl::InternalError& e) {
-    std::cerr << "txlc: " << oneLine(e.what()) << std::endl;
-    return kExitInternal;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "txlc: error: out of memory" << std::endl;
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "txlc: internal error: " << oneLine(e.what()) << std::endl;
-    return kExitInternal;
+  } catch (const std::exception&) {
+    const auto [code, line] = describeCurrentException();
+    std::cerr << "txlc: " << line << std::endl;
+    return code;
   }
 }
