@@ -445,6 +445,7 @@ int run(const Options& o) {
     if (!res.body.empty()) return;
     std::string message = res.status == 404   ? "no route " + req.method + " " + clip(req.path)
                           : res.status == 413 ? "the body is larger than --max-body-bytes"
+                          : res.status == 400 ? "malformed HTTP request (a POST needs a body or Content-Length: 0)"
                                               : "HTTP " + std::to_string(res.status);
     reply(res, res.status, errorBody(res.status, statusType(res.status), message));
   });
