@@ -144,9 +144,12 @@ json errorBody(int status, const std::string& type, const std::string& message, 
   return {{"error", e}};
 }
 
+// JSON text; a byte sequence that is not UTF-8 (a token holding part of a character) becomes U+FFFD.
+std::string dumpJson(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 void reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump() + "\n", "application/json");
+  res.set_content(dumpJson(body) + "\n", "application/json");
 }
 
 void replyError(httplib::Response& res, const driver::ServeError& e) {
@@ -352,7 +355,7 @@ class Server {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider("text/event-stream", [this, g, id, vocab](std::size_t, httplib::DataSink& sink) {
       auto send = [&](const json& event) {
-        const std::string line = "data: " + event.dump() + "\n\n";
+        const std::string line = "data: " + dumpJson(event) + "\n\n";
         return sink.is_writable() && sink.write(line.data(), line.size());
       };
       std::int64_t previous = g->prompt.empty() ? -1 : g->prompt.back();

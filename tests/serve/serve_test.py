@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # tests/serve/serve_test.py - `txlc serve` end to end on 127.0.0.1: routes and codes, served == offline,
 # spill and restore, restarts, hostile input. One case per run:
-#   serve_test.py TXLC MODELS CASE     (CASE: routes score generate spill restart kill9 limits)
+#   serve_test.py TXLC MODELS CASE     (CASE: routes score words generate spill restart kill9 limits)
 # Every server is started on port 0 (its address read from stdout) and killed at the end.
 import http.client
 import json
@@ -80,11 +80,11 @@ class Server:
         return rc
 
 
-def offline_score(ids):
+def offline_score(ids, model=CHAR):
     path = os.path.join(WORK, "ids-%d.txt" % len(ids))
     with open(path, "w") as f:
         f.write(" ".join(map(str, ids)) + "\n")
-    out = subprocess.run([TXLC, "score", CHAR, path, "--ids", "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run([TXLC, "score", model, path, "--ids", "--json"], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -96,8 +96,8 @@ def served_sum(replies):
     return total
 
 
-def valid_ids(server):
-    text = open(os.path.join(CHAR, "valid.txt")).read()
+def valid_ids(server, model=CHAR):
+    text = open(os.path.join(model, "valid.txt")).read()
     return server.expect(200, "POST", "/v1/tokenize", {"text": text})["tokens"]
 
 
@@ -159,6 +159,25 @@ def case_score():
     check(got == offline["nll_sum"], "served nll_sum %r != txlc score %r" % (got, offline["nll_sum"]))
     check(sum(r["tokens"] for r in replies) == offline["tokens"], "token counts")
     print("served == offline: nll_sum %r over %d tokens in %d requests" % (got, offline["tokens"], len(sizes)))
+    s.stop()
+
+
+def case_words():
+    words = os.path.join(MODELS, "kjv-words")
+    s = Server("--quiet", model=words)
+    q = 48
+    ids = valid_ids(s, words)[: q * 60 + 1]
+    sizes = [q * 5 + 1] + [q * (3 + i) for i in range(8)]
+    sizes.append(len(ids) - sum(sizes))
+    s.expect(201, "POST", "/v1/streams", {"id": "w"})
+    replies, at = [], 0
+    for n in sizes:
+        replies.append(s.expect(200, "POST", "/v1/streams/w/score", {"tokens": ids[at:at + n], "per_token": True}))
+        at += n
+    got, offline = served_sum(replies), offline_score(ids, words)["nll_sum"]
+    check(got == offline, "words: served %r != txlc score %r" % (got, offline))
+    g = s.expect(200, "POST", "/v1/streams/w/generate", {"max_tokens": 5, "seed": 3})
+    check(len(g["token_ids"]) == 5 and g["text"], "words generate %r" % g)
     s.stop()
 
 
@@ -325,7 +344,7 @@ def case_limits():
 
 
 CASES = {"routes": case_routes, "score": case_score, "generate": case_generate, "spill": case_spill,
-         "restart": case_restart, "kill9": case_kill9, "limits": case_limits}
+         "restart": case_restart, "words": case_words, "kill9": case_kill9, "limits": case_limits}
 try:
     CASES[CASE]()
 finally:
