@@ -6,6 +6,7 @@
 // the listener, spill every stream to --state-dir and exit 0.
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -434,7 +435,8 @@ int run(const Options& o) {
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(o.timeoutSeconds));
   http.set_read_timeout(timeout.count() / 1000000, timeout.count() % 1000000);
   http.set_write_timeout(timeout.count() / 1000000, timeout.count() % 1000000);
-  http.set_keep_alive_timeout(std::max<time_t>(1, time_t(o.timeoutSeconds)));
+  // An idle keep-alive connection holds a thread, and a stop waits for it: 5 s at most.
+  http.set_keep_alive_timeout(std::clamp<time_t>(time_t(o.timeoutSeconds), 1, 5));
   http.set_payload_max_length(std::size_t(o.maxBodyBytes));
   http.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     requestStart = Clock::now();

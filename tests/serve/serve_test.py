@@ -206,6 +206,7 @@ def case_generate():
     check([t["token"] for t in tokens] == offline["token_ids"], "SSE tokens")
     check([t["position"] for t in tokens] == list(range(17, 57)), "SSE positions")
     check(last["done"] and last["usage"]["completion_tokens"] == 40 and "timings" in last, "SSE last %r" % last)
+    c.close()
     # Continuing: a greedy continuation runs from the pending token.
     r2 = s.expect(200, "POST", "/v1/streams/g/generate", {"max_tokens": 5, "greedy": True})
     check(r2["position"] == 61, "continuation %r" % r2)
