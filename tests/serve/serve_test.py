@@ -342,6 +342,24 @@ def case_limits():
     sock.close()
     s.expect(200, "GET", "/health")
     s.stop()
+    # --max-queue 1: a long score runs, one request waits, the next is refused with 429.
+    s = Server("--max-queue", "1", "--quiet", name="queue")
+    ids = valid_ids(s)
+    s.expect(201, "POST", "/v1/streams", {"id": "q"})
+    results = {}
+    long = threading.Thread(target=lambda: results.update(a=s.call("POST", "/v1/streams/q/score", {"tokens": ids})))
+    long.start()
+    time.sleep(0.5)
+    waiting = threading.Thread(target=lambda: results.update(b=s.call("GET", "/v1/streams/q")))
+    waiting.start()
+    time.sleep(0.5)
+    status, body = s.call("GET", "/v1/streams/q")
+    long.join()
+    waiting.join()
+    check(status == 429 and body["error"]["type"] == "queue_full", "429: %d %r" % (status, body))
+    check(results["a"][0] == 200 and results["b"][0] == 200, "queued requests served: %r" % {
+        k: v[0] for k, v in results.items()})
+    s.stop()
 
 
 CASES = {"routes": case_routes, "score": case_score, "generate": case_generate, "spill": case_spill,
