@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev                  # JSON specs, graphs, reports
   catch2                              # unit tests (v2)
   libcli11-dev                        # the command line
+  libcpp-httplib-dev                  # txlc serve's HTTP server
   pybind11-dev python3-dev            # the Python module (python/)
   python3-numpy python3-pytest        # its arrays and its tests (tests/python/)
   libopenmpi-dev openmpi-bin          # split runs under mpirun (optional: CMake's TXLC_MPI builds without it)

@@ -24,6 +24,7 @@ void registerBench(CLI::App& app, Action& action);    // cmd_bench.cpp: bench, b
 void registerCompile(CLI::App& app, Action& action);
 void registerScore(CLI::App& app, Action& action);
 void registerGenerate(CLI::App& app, Action& action);
+void registerServe(CLI::App& app, Action& action);  // cmd_serve.cpp
 void registerRun(CLI::App& app, Action& action);
 void registerImport(CLI::App& app, Action& action);  // cmd_import.cpp
 void registerInfo(CLI::App& app, Action& action);    // cmd_info.cpp

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   if (!embeddedArtifact()) registerInspect(app, action);
   registerScore(app, action);
   registerGenerate(app, action);
+  registerServe(app, action);
   registerRun(app, action);
   if (!embeddedArtifact()) registerImport(app, action);
   registerInfo(app, action);

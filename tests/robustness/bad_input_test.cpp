@@ -716,7 +716,7 @@ std::vector<Row> rows(const std::string& dir) {
        {},
        V{"frob"},
        2,
-       e + "unknown command 'frob'; expected one of: bench, conformance, compile, inspect, score, generate, run, import, info, completion (run "
+       e + "unknown command 'frob'; expected one of: bench, conformance, compile, inspect, score, generate, serve, run, import, info, completion (run "
            "'txlc --help')"},
       {"cli-unknown-flag",
        {},
