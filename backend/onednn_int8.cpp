@@ -29,10 +29,10 @@ void Lowering::lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const V
   const bool bias = fused ? attrs.getBool("bias") : ops.size() == 3;
   const bool residual = fused && attrs.getBool("residual");
   const View& x = ops[0];
-  TXL_CHECK(x.type.dtype == ir::DType::F32 && x.strides.empty() && out.strides.empty() &&
-                (out.type.dtype == ir::DType::F32 || out.type.dtype == ir::DType::BF16),
-            "txl:int8_linear takes dense f32 x and writes dense f32 or bf16, got " + x.type.str() + " -> " +
-                out.type.str());
+  TXL_CHECK(
+      x.type.dtype == ir::DType::F32 && x.strides.empty() && out.strides.empty() &&
+          (out.type.dtype == ir::DType::F32 || out.type.dtype == ir::DType::BF16),
+      "txl:int8_linear takes dense f32 x and writes dense f32 or bf16, got " + x.type.str() + " -> " + out.type.str());
   if (residual)
     TXL_CHECK(ops.back().strides.empty() && ops.back().type.dtype == ir::DType::F32, "int8 linear residual");
   if (bias) TXL_CHECK(ops[2].strides.empty() && ops[2].type.dtype == ir::DType::F32, "int8 linear bias");

@@ -46,7 +46,6 @@ void forEachIndex(const ir::Shape& shape, const std::int64_t* const (&strides)[N
   }
 }
 
-
 }  // namespace
 
 void posEncoding(float* out, std::int64_t klen, std::int64_t d, std::int64_t clampLen) {

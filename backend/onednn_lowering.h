@@ -82,8 +82,8 @@ class Lowering {
   const void* packPositionTable(const View& rt, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& packedMd);
   const std::uint32_t* positionPairs(const View& rt, kernels::RelAttentionArgs& a);
   const std::uint16_t* positionRows(const View& rt, kernels::RelAttentionArgs& a);
-  void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
-  void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);   // onednn_fused.cpp
+  void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
+  void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   // A linear or fused_linear over a quantized weight (View::quantized):
   // txl:int8_linear on the model's int8 rows of it (onednn_int8.cpp).
   void lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const View& out);

@@ -50,7 +50,8 @@ ir::Tensor relAttention(const ir::Tensor& qu, const ir::Tensor& qv, const ir::Te
   // matmuls, rel_scores (then the padding keys' mask), softmax, P · V.
   const std::vector<std::int64_t> headMajor{1, 2, 0, 3};
   // bf16 keys and values (a bf16 state window) are widened: the products are f32.
-  const ir::Tensor ac = matmul(permute(qu, headMajor), permute(ir::convertFloat(k, ir::DType::F32), headMajor), false, true);
+  const ir::Tensor ac =
+      matmul(permute(qu, headMajor), permute(ir::convertFloat(k, ir::DType::F32), headMajor), false, true);
   const ir::Tensor bd = matmul(permute(qv, headMajor), rt, false, false);
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   ir::Tensor scores = relScores(ac, bd, mask, scale, kNegInf);

@@ -199,7 +199,7 @@ struct RowState {
   alignas(64) float o[kQueryBlock * kMaxD];
   alignas(64) std::uint32_t qu2[kQueryBlock][kMaxD / 2];  // the bf16 path's qu as bf16 pairs (quPairs)
   alignas(64) std::uint32_t qv2[kQueryBlock][kMaxD / 2];  // and qv, when it reads rt2
-  alignas(64) float lanesL[kQueryBlock][16];  // the AVX-512 path's l, as 16 partial sums per row
+  alignas(64) float lanesL[kQueryBlock][16];              // the AVX-512 path's l, as 16 partial sums per row
   float m[kQueryBlock], l[kQueryBlock];
   KeyRange keys[kQueryBlock];
 };
@@ -365,7 +365,8 @@ TXL_AVX512 void transposeKeyPairs(const HeadView& hv, I d, I j0, LaneRange lanes
       __m512 r[16];
       for (I n = 0; n < 16; ++n) {
         const I j = j0 + n0 + n;
-        r[n] = j < 0 ? _mm512_setzero_ps() : _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(cols, keys + j * hv.kPos + c0));
+        r[n] =
+            j < 0 ? _mm512_setzero_ps() : _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(cols, keys + j * hv.kPos + c0));
       }
       transpose16(r);
       for (I c = 0; c < std::min<I>(16, pairs - c0 / 2); ++c)
@@ -416,13 +417,13 @@ struct BlockView {
   const HeadView* hv;
   I q, k, d, j0;
   float scale;
-  const float* mask;   // mask row 0 at the block: mask + j0
-  const float* kt;     // [d][64]
+  const float* mask;         // mask row 0 at the block: mask + j0
+  const float* kt;           // [d][64]
   const std::uint32_t* kt2;  // [d / 2][64] bf16 pairs (transposeKeyPairs), on the bf16-key path
-  const float* vb;     // [64][kMaxD]: the block's V rows (copyValues)
+  const float* vb;           // [64][kMaxD]: the block's V rows (copyValues)
   const std::uint32_t* vb2;  // [32][kMaxD] bf16 pairs of V rows (copyValuePairs), on the bf16 path
-  __mmask16 keyOk[4];  // lanes with j >= 0 and pad[j] == 0
-  NextRows next;       // the current row group's share of the next block
+  __mmask16 keyOk[4];        // lanes with j >= 0 and pad[j] == 0
+  NextRows next;             // the current row group's share of the next block
 };
 
 // vb2[m][c] = the bf16 pair (V[j0 + 2m][c], V[j0 + 2m + 1][c]) for the pairs
@@ -906,7 +907,7 @@ TXL_AVX512_BF16 void avx512Task(const RelAttentionArgs& a, const Task& t, const 
   alignas(64) std::uint32_t kt2[Pairs ? kMaxD / 2 * kKeyBlock : 1] = {};
   alignas(64) float vb[Pairs ? 1 : kKeyBlock * kMaxD];
   alignas(64) std::uint32_t vb2[Pairs ? kKeyBlock / 2 * kMaxD : 1];
-  alignas(64) float p[Pairs ? 1 : kQueryBlock][kKeyBlock];  // the block's probabilities, phase 1 to 2
+  alignas(64) float p[Pairs ? 1 : kQueryBlock][kKeyBlock];               // the block's probabilities, phase 1 to 2
   alignas(64) std::uint32_t p2[Pairs ? kQueryBlock : 1][kKeyBlock / 2];  // as bf16 pairs, when Pairs
   float alpha[kQueryBlock];
   const HeadView hv = headView(a, t.b, t.h);

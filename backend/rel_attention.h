@@ -45,7 +45,7 @@ struct RelAttentionArgs {
   const void* k = nullptr;  // [k, batch, heads, d] of kvType
   const void* v = nullptr;  // [k, batch, heads, d] of kvType
   RowStrides kStrides, vStrides;
-  bool kvBf16 = false;  // k and v are bf16 (a bf16 state window), else f32
+  bool kvBf16 = false;        // k and v are bf16 (a bf16 state window), else f32
   const float* rt = nullptr;  // [heads, d, k], positions contiguous: element (h, c, p) at h * rtHead + c * rtDim + p
   std::int64_t rtHead = 0, rtDim = 0;
   // Optionally rt in bf16 pairs of d (even d): the 32-bit lane (h, c, p)

@@ -74,9 +74,10 @@ using detail::KeyRange;
 
 constexpr I kMaxD = 64;
 constexpr I kRowwiseRows = 1;  // query rows up to which relAttention takes this path
-constexpr I kMaxHeads = 64;  // the row-wise path's heads at most (relAttentionRowwise)
-constexpr I kAhead = 1;  // groups of keys ahead that a group's rows are prefetched
-constexpr I kChunk = 128;  // keys per task of a phase: a multiple of 32, fixed (the sums' order does not depend on the threads)
+constexpr I kMaxHeads = 64;    // the row-wise path's heads at most (relAttentionRowwise)
+constexpr I kAhead = 1;        // groups of keys ahead that a group's rows are prefetched
+constexpr I kChunk =
+    128;  // keys per task of a phase: a multiple of 32, fixed (the sums' order does not depend on the threads)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 #define TXL_ROWS __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
@@ -281,7 +282,7 @@ TXL_ROWS void chunkValues(const Call& c, Scratch& sc, const Chunk& ch) {
     for (I h = 0; h < c.heads; ++h) {
       HeadSums& hs = sums[h];
       const float* s = sc.scores.data() + (ch.b * c.heads + h) * sc.stride;  // key j at s[j - first]
-      alignas(64) std::uint32_t pairs[16];  // (p_{2m}, p_{2m+1}) of the 32 keys, bf16
+      alignas(64) std::uint32_t pairs[16];                                   // (p_{2m}, p_{2m+1}) of the 32 keys, bf16
       __m512 p[2];
       for (int z = 0; z < 2; ++z) {
         const __m512 sz = _mm512_mask_loadu_ps(negInf, laneMask(count - 16 * z), s + (g - r.first) + 16 * z);
@@ -319,7 +320,8 @@ TXL_ROWS void writeRow(const Call& c, const Scratch& sc, I i, I b, I h) {
   const KeyRange& r = sc.range[b];
   const I bh = b * c.heads + h;
   const I chunks = chunksOf(r);
-  if (chunks == 0 || *std::max_element(&sc.chunkMax[bh * sc.chunks], &sc.chunkMax[bh * sc.chunks] + chunks) == kNegInf) {
+  if (chunks == 0 ||
+      *std::max_element(&sc.chunkMax[bh * sc.chunks], &sc.chunkMax[bh * sc.chunks] + chunks) == kNegInf) {
     for (I x = 0; x < c.d; x += 16)
       _mm512_mask_storeu_ps(out + x, laneMask(c.d - x), _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
     return;

@@ -244,7 +244,8 @@ TensorMap Session::saveState() const {
   TensorMap state;
   for (std::size_t i = 0; i < layout().size(); ++i) {
     const ir::Tensor view = rows(i, start_, mlen_);
-    state[memName(layout()[i].slot)] = view.dtype() == ir::DType::F32 ? view.clone() : ir::convertFloat(view, ir::DType::F32);
+    state[memName(layout()[i].slot)] =
+        view.dtype() == ir::DType::F32 ? view.clone() : ir::convertFloat(view, ir::DType::F32);
   }
   return state;
 }
@@ -258,7 +259,8 @@ void checkStateTypes(const CompiledModel& model, const std::map<std::string, ir:
     if (it == types.end()) throw Error("state: tensor '" + name + "' is missing");
     const ir::Shape& shape = it->second.shape;
     ir::Shape row(shape.empty() ? shape.begin() : shape.begin() + 1, shape.end());
-    if (it->second.dtype != ir::DType::F32 || shape.empty() || row != slot.rowShape || shape[0] > info.memLen || (mlen >= 0 && shape[0] != mlen))
+    if (it->second.dtype != ir::DType::F32 || shape.empty() || row != slot.rowShape || shape[0] > info.memLen ||
+        (mlen >= 0 && shape[0] != mlen))
       throw Error("state: tensor '" + name + "': expected f32[mlen <= " + std::to_string(info.memLen) + "," +
                   ir::shapeStr(slot.rowShape).substr(1) + (mlen >= 0 ? " with mlen " + std::to_string(mlen) : "") +
                   ", got " + it->second.str());

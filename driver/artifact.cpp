@@ -266,8 +266,8 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     }
   resolvePipeline(a.setting);
   if (memory != memoryForm(a.setting))
-    r.fail("/setting/memory", "expected \"" + memoryForm(a.setting) + "\" (the memory form of /passes), got \"" +
-                                  memory + "\"");
+    r.fail("/setting/memory",
+           "expected \"" + memoryForm(a.setting) + "\" (the memory form of /passes), got \"" + memory + "\"");
   if (const auto& v = r.at(m, "", "vocabulary"); !v.is_null()) a.vocabulary = v;
 
   const auto& graphs = r.at(m, "", "graphs");

@@ -345,10 +345,10 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   std::vector<double> ms;
   for (int rep = 0; rep < r.repetitions; ++rep) {
     if (rep > 0) session.loadState(afterWarmup);
-      double repMs = 0;
+    double repMs = 0;
     for (int i = 0; i < r.segments; ++i) {
       ms.push_back(timedForward(session, streams, r.qlen, o.nll));
-          repMs += ms.back();
+      repMs += ms.back();
     }
     r.tokensPerSRuns.push_back(double(r.batch * r.qlen * r.segments) / (repMs / 1e3));
   }

@@ -81,7 +81,7 @@ struct SlidingWindowRow {
 struct BenchReport {
   std::string model, modelForm;  // as named; Model::form
   std::string semantics, initialMemory, backend, memoryForm;
-  std::string precision = "f32";  // the matmuls' (driver/precision.h)
+  std::string precision = "f32";                           // the matmuls' (driver/precision.h)
   std::int64_t batch = 1, qlen = 0, memLen = 0, mlen = 0;  // mlen: remembered positions in the timed segments
   int threads = 0, segments = 0, warmup = 0, repetitions = 0;
   bool prefill = false, nll = false;

@@ -110,8 +110,8 @@ ProbeResult runProbeChild(const std::string& self, int threads, std::int64_t pro
   waitpid(pid, &status, 0);
   // Named as the command the user knows, not by `self` (/proc/self/exe, a path only this process can resolve).
   if (WIFSIGNALED(status)) {
-    p.error = "txlc bench-probe (the machine probe's child process) was killed by signal " +
-              std::to_string(WTERMSIG(status));
+    p.error =
+        "txlc bench-probe (the machine probe's child process) was killed by signal " + std::to_string(WTERMSIG(status));
     return p;
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

@@ -228,8 +228,8 @@ nlohmann::json benchJson(const BenchReport& r) {
       {"useful_gflop_per_segment", r.usefulFlops / 1e9},
       {"graph_gflop_per_segment", r.graphFlops / 1e9},
       {"useful_gflops", r.usefulGflops},
-      {"matmul_peak_gflops", orNull(r.probe.ok && r.probe.peakFor(r.precision).gflops > 0,
-                                    r.probe.peakFor(r.precision).gflops)},
+      {"matmul_peak_gflops",
+       orNull(r.probe.ok && r.probe.peakFor(r.precision).gflops > 0, r.probe.peakFor(r.precision).gflops)},
       {"matmul_peak_precision", r.precision},
       {"matmul_peak_shape", r.probe.peakFor(r.precision).shape},
       {"matmul_peak_impl", r.probe.peakFor(r.precision).impl},
@@ -293,8 +293,8 @@ std::string benchText(const BenchReport& r) {
   if (r.probe.ok) {
     const MatmulFigure& peak = r.probe.peakFor(r.precision);
     out << "machine      " << (r.probe.cached ? "(cached) " : "") << r.precision << " matmul peak " << peak.gflops
-        << " GFLOP/s (" << peak.shape << ", " << peak.impl << "), read bandwidth "
-        << r.probe.readBandwidthGbs << " GB/s\n";
+        << " GFLOP/s (" << peak.shape << ", " << peak.impl << "), read bandwidth " << r.probe.readBandwidthGbs
+        << " GB/s\n";
     out.precision(3);
     out << "efficiency   " << r.efficiency << "\n";
     out.precision(2);

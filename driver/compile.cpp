@@ -200,9 +200,9 @@ void applyThreads(int threads) {
     // Without --threads the team is OpenMP's default (OMP_NUM_THREADS): the
     // same bound holds, and the message names where the count came from.
     if (team > maxThreads())
-      throw Error(std::string(threads > 0 ? "--threads" : "OMP_NUM_THREADS") + ": expected a positive integer at most " +
-                  std::to_string(maxThreads()) + " (" + std::to_string(kMaxThreadsPerCore) +
-                  " per core this process may use), got " + std::to_string(team));
+      throw Error(std::string(threads > 0 ? "--threads" : "OMP_NUM_THREADS") +
+                  ": expected a positive integer at most " + std::to_string(maxThreads()) + " (" +
+                  std::to_string(kMaxThreadsPerCore) + " per core this process may use), got " + std::to_string(team));
     struct Gate {
       std::mutex m;
       std::condition_variable cv;
@@ -347,8 +347,7 @@ void checkMemoryFits(const frontend::ModelSpec& spec, const Setting& s, const st
   throw Error(source + ": batch " + std::to_string(s.batch) + ", qlen " + std::to_string(s.qlen) + ", mem_len " +
               std::to_string(s.memLen) + " needs at least " + gib(e.total()) + " (weights " + gib(e.weights) +
               ", memory " + gib(e.state) + ", position tables " + gib(e.tables) + ", segment activations " +
-              gib(e.activations) + "); this machine has " +
-              gib(ram) + " of RAM");
+              gib(e.activations) + "); this machine has " + gib(ram) + " of RAM");
 }
 
 // --- compiling ---------------------------------------------------------------

@@ -58,8 +58,7 @@ struct SettingProblem {
   std::string field, message;
 };
 // `quoteValues` words a value as the command line does ('0'), else as JSON does (0).
-std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s,
-                                                 bool quoteValues);
+std::optional<SettingProblem> settingSizeProblem(const frontend::ModelSpec& spec, const Setting& s, bool quoteValues);
 
 // The setting of a run of `m` as a user chose it: defaultSetting(m) with
 // every field `c` sets applied, then checkSetting(). For a `run` (not a

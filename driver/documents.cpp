@@ -274,12 +274,13 @@ std::size_t completedPrefix(std::string_view lines, const std::vector<Document>&
     // Its figures are summed into the totals: they must be what a run writes.
     if (j.contains("tokens")) {
       const nlohmann::json& t = j["tokens"];
-      const bool tokensOk = t.is_number_unsigned() && t.get<std::uint64_t>() >= 1 &&
-                            t.get<std::uint64_t>() <= (std::uint64_t(1) << 40);
+      const bool tokensOk =
+          t.is_number_unsigned() && t.get<std::uint64_t>() >= 1 && t.get<std::uint64_t>() <= (std::uint64_t(1) << 40);
       // documentLine writes null for an NLL that is not finite; the totals count that line as failed.
       const auto nll = j.find("nll_sum");
-      const bool nllOk = nll != j.end() && (nll->is_null() || (nll->is_number() && std::isfinite(nll->get<double>()) &&
-                                                              nll->get<double>() >= 0));
+      const bool nllOk =
+          nll != j.end() &&
+          (nll->is_null() || (nll->is_number() && std::isfinite(nll->get<double>()) && nll->get<double>() >= 0));
       if (!tokensOk || !nllOk)
         throw Error(source + ": line " + std::to_string(n + 1) + ": expected \"tokens\" a positive integer and " +
                     "\"nll_sum\" a non-negative number, got " + quote(lines.substr(pos, end - pos)) +

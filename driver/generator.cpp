@@ -29,9 +29,10 @@ void Generator::feed(std::span<const std::int64_t> ids) {
   const std::int64_t nToken = out.logprob->shape().back();
   const float* last = out.logprob->data<float>() + (n - 1) * nToken;
   if (const std::int64_t k = firstNonFinite(last, nToken); k >= 0)
-    throwNonFinite(source_, "the log-probability of token id " + std::to_string(k) + " after " +
-                                   std::to_string(fed_ + n) + " tokens",
-                   last[k]);
+    throwNonFinite(
+        source_,
+        "the log-probability of token id " + std::to_string(k) + " after " + std::to_string(fed_ + n) + " tokens",
+        last[k]);
   fed_ += n;
   row_.assign(last, last + nToken);
 }

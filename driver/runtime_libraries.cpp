@@ -185,8 +185,8 @@ RuntimeLibraryBundle bundleRuntimeLibraries(const std::string& executable, const
                   "; expected the folder of the executable's libraries");
   } else {
     if (::mkdir(folder.c_str(), 0755) != 0)
-      throw Error(oneLine(folder) + ": cannot create the folder of the executable's libraries: " +
-                  std::strerror(errno));
+      throw Error(oneLine(folder) +
+                  ": cannot create the folder of the executable's libraries: " + std::strerror(errno));
     b.createdFolder_ = true;
     b.slots_.push_back(frontend::registerTemporary(folder, true));
   }

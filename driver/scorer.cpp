@@ -65,9 +65,9 @@ ScoreResult scoreTokens(backend::Session& session, std::span<const std::int64_t>
       for (std::int64_t b = 0; b < batch; ++b) {
         const float v = nll[t * batch + b];
         if (!std::isfinite(v))
-          throwNonFinite(source, "the NLL of token " + std::to_string(i + t + 1) + " of stream " +
-                                     std::to_string(options.firstStream + b) + " (segment at token " +
-                                     std::to_string(i) + ")",
+          throwNonFinite(source,
+                         "the NLL of token " + std::to_string(i + t + 1) + " of stream " +
+                             std::to_string(options.firstStream + b) + " (segment at token " + std::to_string(i) + ")",
                          v);
         r.streamNll[std::size_t(b)] += double(v);
         r.streamNllSquares[std::size_t(b)] += double(v) * double(v);

@@ -47,12 +47,12 @@ struct ScoreResult {
   std::int64_t dropped = 0;       // tokens left over by the cut into streams
   std::int64_t scored = 0;        // tokens predicted: batch * (streamLength - 1)
   std::int64_t segments = 0;
-  double nllSum = 0;              // nats: the sum of streamNll in order
-  double nllSquares = 0;          // the sum of streamNllSquares in order (for the standard error)
-  std::vector<double> streamNll;  // per stream run, in token order
+  double nllSum = 0;                     // nats: the sum of streamNll in order
+  double nllSquares = 0;                 // the sum of streamNllSquares in order (for the standard error)
+  std::vector<double> streamNll;         // per stream run, in token order
   std::vector<double> streamNllSquares;  // per stream run: the sum of each token's NLL squared
-  bool interrupted = false;       // ScoreOptions::stop ended it: scored < batch * (streamLength - 1)
-  std::vector<float> perToken;    // stream-major: stream b, positions 1..streamLength-1
+  bool interrupted = false;              // ScoreOptions::stop ended it: scored < batch * (streamLength - 1)
+  std::vector<float> perToken;           // stream-major: stream b, positions 1..streamLength-1
 };
 
 // The standard error of the mean per-token NLL of `n` tokens whose NLLs sum

@@ -32,7 +32,12 @@ void put64(unsigned char* p, std::uint64_t v) {
 std::uint64_t elfImageBytes(int fd) {
   unsigned char h[64];
   if (::pread(fd, h, sizeof h, 0) != ssize_t(sizeof h)) return 0;
-  if (std::memcmp(h, "\x7f" "ELF", 4) != 0 || h[4] != 2 || h[5] != 1) return 0;  // ELFCLASS64, little-endian
+  if (std::memcmp(h,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      h[4] != 2 || h[5] != 1)
+    return 0;  // ELFCLASS64, little-endian
   const std::uint64_t shoff = get64(h + 0x28);
   const std::uint64_t shentsize = std::uint64_t(h[0x3a]) | std::uint64_t(h[0x3b]) << 8;
   const std::uint64_t shnum = std::uint64_t(h[0x3c]) | std::uint64_t(h[0x3d]) << 8;
@@ -58,8 +63,8 @@ std::optional<StandaloneTrailer> readStandaloneTrailer(const std::string& path, 
     const std::uint64_t image = elfImageBytes(fd);
     ::close(fd);
     if (image != 0 && image < std::uint64_t(st.st_size))
-      throw Error((name.empty() ? path : name) + ": corrupt standalone trailer: " +
-                  std::to_string(std::uint64_t(st.st_size) - image) +
+      throw Error((name.empty() ? path : name) +
+                  ": corrupt standalone trailer: " + std::to_string(std::uint64_t(st.st_size) - image) +
                   " bytes follow the executable's ELF image, but its last 8 bytes are not the magic \"TXLCEXE\\0\"; "
                   "rebuild it with txlc compile --emit exe");
     return std::nullopt;

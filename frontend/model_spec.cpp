@@ -170,7 +170,6 @@ class StrictBuilder : public nlohmann::json_sax<json> {
   std::vector<std::string> keys_;  // per open object: the key being read
 };
 
-
 // ---------------------------------------------------------------- spec reader
 
 // A value rendered for a message: one line, at most ~60 characters.
@@ -259,8 +258,8 @@ class SpecReader {
     return x;
   }
 
-  std::int64_t size(std::initializer_list<const char*> names, std::optional<std::int64_t> dflt,
-                    std::int64_t lo = 1, std::int64_t hi = kMaxDim) const {
+  std::int64_t size(std::initializer_list<const char*> names, std::optional<std::int64_t> dflt, std::int64_t lo = 1,
+                    std::int64_t hi = kMaxDim) const {
     Field f = dflt ? find(names) : require(names);
     if (!f) return *dflt;
     return integer(f, lo, hi, lo > 0 ? "a positive integer" : "a non-negative integer");

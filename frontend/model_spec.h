@@ -79,8 +79,8 @@ struct ModelSpec {
 };
 
 // Limits applied by the validation (documented in docs/MODEL_SPEC.md).
-inline constexpr std::int64_t kMaxDim = 2147483647;                         // any one size
-inline constexpr std::int64_t kMaxLayers = 256;                             // n_layer
+inline constexpr std::int64_t kMaxDim = 2147483647;  // any one size
+inline constexpr std::int64_t kMaxLayers = 256;      // n_layer
 // tgt_len, mem_len, clamp_len: the bound a run's qlen, mem_len and clamp_len
 // have (driver::kMaxLength), checked here so that the message names the
 // spec's key, not a flag the user never gave.

@@ -99,7 +99,8 @@ Inferred linear(const std::vector<TensorType>& ops, const Attrs& attrs) {
   if (attrs.has("out_dtype")) {
     TXL_NEED("out_dtype", kString);
     const auto d = parseDType(attrs.getString("out_dtype"));
-    if (!d || *d == DType::I64) return fail("out_dtype must be f32 or bf16, got '" + attrs.getString("out_dtype") + "'");
+    if (!d || *d == DType::I64)
+      return fail("out_dtype must be f32 or bf16, got '" + attrs.getString("out_dtype") + "'");
     outType = *d;
   }
   if (x.dtype == DType::I64 || w.dtype == DType::I64 || x.dtype != w.dtype)

@@ -147,8 +147,8 @@ bool isNativeInt64Array(const py::handle& object) {
   const auto* d = py::detail::array_descriptor_proxy(a->descr);
   constexpr int kFlags = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
   constexpr char kNative = std::endian::native == std::endian::little ? '<' : '>';
-  return d->kind == 'i' && d->elsize == 8 && (d->byteorder == '=' || d->byteorder == kNative) && d->subarray == nullptr &&
-         (a->flags & kFlags) == kFlags;
+  return d->kind == 'i' && d->elsize == 8 && (d->byteorder == '=' || d->byteorder == kNative) &&
+         d->subarray == nullptr && (a->flags & kFlags) == kFlags;
 }
 
 }  // namespace

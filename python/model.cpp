@@ -39,8 +39,8 @@ std::string fspath(const py::handle& path, const char* what) {
 std::string settingKey(const driver::Setting& s) {
   std::string key = std::to_string(s.batch) + "|" + std::to_string(s.qlen) + "|" + std::to_string(s.memLen) + "|" +
                     std::to_string(s.clampLen) + "|" + std::to_string(s.sameLength) + "|" +
-                    frontend::initialMemoryName(s.initialMemory) + "|" + std::to_string(s.threads) + "|" + s.backend + "|" +
-                    driver::precisionName(s.precision);
+                    frontend::initialMemoryName(s.initialMemory) + "|" + std::to_string(s.threads) + "|" + s.backend +
+                    "|" + driver::precisionName(s.precision);
   for (const auto& p : s.resolved.passes) key += "|" + p;
   return key;
 }

@@ -35,8 +35,9 @@ struct Output {
 
 PyStructSequence_Field outputFields[] = {
     {"hidden", "float32 [qlen, batch, d_model] (or [qlen, d_model] for 1-D tokens): the last layer's output."},
-    {"logprob", "float32 [qlen, batch, n_token] (or [qlen, n_token]): log-probabilities of the next token; None "
-                "with logprob=False."},
+    {"logprob",
+     "float32 [qlen, batch, n_token] (or [qlen, n_token]): log-probabilities of the next token; None "
+     "with logprob=False."},
     {"nll", "float32 [qlen, batch] (or [qlen]): negative log-likelihood of the targets in nats; None without targets."},
     {nullptr, nullptr}};
 PyStructSequence_Desc outputDesc{
@@ -380,80 +381,82 @@ void bindSession(py::module_& m) {
   PyType_Modified(outputType);
   m.attr("Output") = py::handle(reinterpret_cast<PyObject*>(outputType));
 
-  auto sessionClass = py::class_<PySession, std::shared_ptr<PySession>>(m, "Session",
-                                                    R"(Streams of tokens with their recurrent memory (Model.session()).
+  auto sessionClass =
+      py::class_<PySession, std::shared_ptr<PySession>>(
+          m, "Session",
+          R"(Streams of tokens with their recurrent memory (Model.session()).
 
 Each forward() runs one segment of qlen tokens for every stream against the
 memory the previous segments left (up to mem_len positions), exactly as the
 reference carries it. Not for two threads at once (calls on one Session wait
 for each other); use one Session per thread.)")
-      .def(
-          "nll",
-          [](PySession& s, const py::object& tokens, const py::object& targets) {
-            return s.forward(tokens, targets, false, false).nll;
-          },
-          py::arg("tokens"), py::arg("targets"),
-          R"(nll(tokens, targets) -> numpy.ndarray
+          .def(
+              "nll",
+              [](PySession& s, const py::object& tokens, const py::object& targets) {
+                return s.forward(tokens, targets, false, false).nll;
+              },
+              py::arg("tokens"), py::arg("targets"),
+              R"(nll(tokens, targets) -> numpy.ndarray
 
 Runs one segment (advancing the memory) and returns only the negative
 log-likelihood of `targets`, float32 [qlen, batch] (or [qlen] for 1-D
 tokens), without computing the full log-probabilities.)")
-      .def(
-          "reset",
-          [](PySession& s) {
-            std::lock_guard<std::mutex> lock(s.mutex);
-            s.session->reset();
-          },
-          "Forgets the memory: the next segment starts fresh streams.")
-      .def_property_readonly(
-          "mlen",
-          [](PySession& s) {
-            std::lock_guard<std::mutex> lock(s.mutex);
-            return s.session->mlen();
-          },
-          "Positions of memory held now (0 at the start; at most mem_len).")
-      .def_property_readonly(
-          "batch", [](const PySession& s) { return s.setting.batch; }, "Streams side by side.")
-      .def_property_readonly(
-          "mem_len", [](const PySession& s) { return s.setting.memLen; }, "Positions of memory kept.")
-      .def_property_readonly(
-          "qlen", [](const PySession& s) { return s.setting.qlen; },
-          "The usual segment length of the setting (any other works; each new one is planned on first use).")
-      .def_property_readonly(
-          "setting", [](const PySession& s) { return settingToDict(s.setting); }, "The resolved setting.")
-      .def_property_readonly(
-          "model", [](const PySession& s) { return s.model; }, "The Model this session runs.")
-      .def_property_readonly(
-          "_last_forward_ns", [](const PySession& s) { return s.lastForwardNs; },
-          "Nanoseconds the last forward() spent in the C++ session's forward (bench/python_overhead.py).")
-      .def_property_readonly(
-          "_forward_ns_total", [](const PySession& s) { return s.totalForwardNs; },
-          "Nanoseconds every forward() so far spent in the C++ session's forward (bench/python_overhead.py).")
-      .def_property_readonly(
-          "plan_count",
-          [](PySession& s) {
-            std::lock_guard<std::mutex> lock(s.mutex);
-            return s.session->planCount();
-          },
-          "Segment plans built so far (one per distinct segment shape met).")
-      .def("state", &PySession::state, R"(state() -> dict[str, numpy.ndarray]
+          .def(
+              "reset",
+              [](PySession& s) {
+                std::lock_guard<std::mutex> lock(s.mutex);
+                s.session->reset();
+              },
+              "Forgets the memory: the next segment starts fresh streams.")
+          .def_property_readonly(
+              "mlen",
+              [](PySession& s) {
+                std::lock_guard<std::mutex> lock(s.mutex);
+                return s.session->mlen();
+              },
+              "Positions of memory held now (0 at the start; at most mem_len).")
+          .def_property_readonly(
+              "batch", [](const PySession& s) { return s.setting.batch; }, "Streams side by side.")
+          .def_property_readonly(
+              "mem_len", [](const PySession& s) { return s.setting.memLen; }, "Positions of memory kept.")
+          .def_property_readonly(
+              "qlen", [](const PySession& s) { return s.setting.qlen; },
+              "The usual segment length of the setting (any other works; each new one is planned on first use).")
+          .def_property_readonly(
+              "setting", [](const PySession& s) { return settingToDict(s.setting); }, "The resolved setting.")
+          .def_property_readonly(
+              "model", [](const PySession& s) { return s.model; }, "The Model this session runs.")
+          .def_property_readonly(
+              "_last_forward_ns", [](const PySession& s) { return s.lastForwardNs; },
+              "Nanoseconds the last forward() spent in the C++ session's forward (bench/python_overhead.py).")
+          .def_property_readonly(
+              "_forward_ns_total", [](const PySession& s) { return s.totalForwardNs; },
+              "Nanoseconds every forward() so far spent in the C++ session's forward (bench/python_overhead.py).")
+          .def_property_readonly(
+              "plan_count",
+              [](PySession& s) {
+                std::lock_guard<std::mutex> lock(s.mutex);
+                return s.session->planCount();
+              },
+              "Segment plans built so far (one per distinct segment shape met).")
+          .def("state", &PySession::state, R"(state() -> dict[str, numpy.ndarray]
 
 The memory: {"mem.<slot>": float32 [mlen, batch, width]} (copies). In the
 default kv form slot l holds layer l's projected keys and values; with
 memory='hidden', slot l is layer l's input as the reference keeps it.)")
-      .def("load_state", &PySession::loadState, py::arg("state"), R"(load_state(state)
+          .def("load_state", &PySession::loadState, py::arg("state"), R"(load_state(state)
 
 Restores a memory: a dict as state() returns, or the path of a state file
 (save_state(), `txlc run --state-out`), which must name this model.
 Continuing from it gives bit for bit what the saved session would have.)")
-      .def("save_state", &PySession::saveState, py::arg("path"), R"(save_state(path)
+          .def("save_state", &PySession::saveState, py::arg("path"), R"(save_state(path)
 
 Writes the memory as a state file (safetensors, format txlc-state/1, naming
 the model), which load_state() and `txlc run --state-in` read.)")
-      .def("__repr__", [](PySession& s) {
-        return "<txlc.Session batch=" + std::to_string(s.setting.batch) +
-               " mem_len=" + std::to_string(s.setting.memLen) + " mlen=" + std::to_string(s.session->mlen()) + ">";
-      });
+          .def("__repr__", [](PySession& s) {
+            return "<txlc.Session batch=" + std::to_string(s.setting.batch) +
+                   " mem_len=" + std::to_string(s.setting.memLen) + " mlen=" + std::to_string(s.session->mlen()) + ">";
+          });
 
   static PyMethodDef forwardDef{"forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(forwardMethod)),
                                 METH_FASTCALL | METH_KEYWORDS, kForwardDoc};

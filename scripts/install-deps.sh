@@ -16,6 +16,7 @@ packages=(
   pybind11-dev python3-dev            # the Python module (python/)
   python3-numpy python3-pytest        # its arrays and its tests (tests/python/)
   libopenmpi-dev openmpi-bin          # split runs under mpirun (optional: CMake's TXLC_MPI builds without it)
+  clang-format                        # the format check (scripts/check-format.sh, CI)
 )
 if [[ "${1:-}" == "--fuzz" ]]; then
   packages+=(clang-14 libclang-rt-14-dev libomp-14-dev)  # libomp: clang's OpenMP for the tools library

@@ -65,7 +65,8 @@ void registerConformance(CLI::App& app, Action& action) {
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--json", o->json, "machine-readable report on stdout");
-  cmd->add_option("--threads", o->threads, "OpenMP threads for the oneDNN backend (default: the machine's physical cores; 0: OpenMP's "
+  cmd->add_option("--threads", o->threads,
+                  "OpenMP threads for the oneDNN backend (default: the machine's physical cores; 0: OpenMP's "
                   "default)")
       ->check(threadCountCheck());
   o->pipeline.add(*cmd);

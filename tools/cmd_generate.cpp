@@ -76,8 +76,9 @@ int run(const Options& o) {
   } else {
     std::cout << std::endl;
   }
-  std::cerr << "txlc: generated " << count << (sig ? " tokens (interrupted) in " : " tokens in ") << genSeconds << " s (prompt " << prompt.size()
-            << " tokens in " << promptSeconds << " s, " << session.planCount() << " plans)" << std::endl;
+  std::cerr << "txlc: generated " << count << (sig ? " tokens (interrupted) in " : " tokens in ") << genSeconds
+            << " s (prompt " << prompt.size() << " tokens in " << promptSeconds << " s, " << session.planCount()
+            << " plans)" << std::endl;
   return sig ? 128 + sig : kExitOk;
 }
 

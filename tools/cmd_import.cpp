@@ -50,9 +50,12 @@ void registerImport(CLI::App& app, Action& action) {
       ->required();
   o->specOpt =
       cmd->add_option("--spec", o->spec, "the model's spec, for a bare state dict (or to override the source's)");
-  cmd->add_option("-o,--output", o->output, "the model folder to write (new, or empty)")->required()->check(nonEmptyPath());
+  cmd->add_option("-o,--output", o->output, "the model folder to write (new, or empty)")
+      ->required()
+      ->check(nonEmptyPath());
   cmd->callback([o, &action] {
-    if (o->output == "-") throw CLI::ValidationError("-o -", "import writes a model folder, not a stream for stdout; give a folder");
+    if (o->output == "-")
+      throw CLI::ValidationError("-o -", "import writes a model folder, not a stream for stdout; give a folder");
     action = [o] { return run(*o); };
   });
 }

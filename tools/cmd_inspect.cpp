@@ -213,7 +213,8 @@ void registerInspect(CLI::App& app, Action& action) {
                   "the segment's outputs: logprob,nll (default, as run gives them), nll (as score runs), logprob (as "
                   "generate runs) or hidden (neither, as bench runs without --nll)")
       ->check(oneOf({std::begin(kInspectOutputs), std::end(kInspectOutputs)}, kInspectOutputsExpected));
-  cmd->add_option("-o,--output", o->output, "write the report here instead of stdout (-: stdout)")->check(nonEmptyPath());
+  cmd->add_option("-o,--output", o->output, "write the report here instead of stdout (-: stdout)")
+      ->check(nonEmptyPath());
   cmd->add_option("--threads", o->threads,
                   "OpenMP threads for planning on the oneDNN backend (default: the machine's physical cores; 0: "
                   "OpenMP's default)")

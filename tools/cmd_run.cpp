@@ -53,7 +53,8 @@ int run(const Options& o) {
   checkPipelineFlags(m, o.model.pipeline);
   const std::string source = o.tokensOpt->count() ? "--tokens" : o.tokensFile;
   const std::string text = o.tokensOpt->count() ? o.tokens : readTextFile(o.tokensFile);
-  auto streams = frontend::parsingFile(source, "token ids", [&] { return parseTokenStreams(text, source, m.spec.n_token); });
+  auto streams =
+      frontend::parsingFile(source, "token ids", [&] { return parseTokenStreams(text, source, m.spec.n_token); });
   const std::int64_t batch = std::int64_t(streams.size()), total = std::int64_t(streams.front().size());
   if (o.model.batchOpt->count() && o.model.batch != batch)
     throw Error(source + ": " + std::to_string(batch) + " streams, expected --batch " + std::to_string(o.model.batch));
@@ -95,8 +96,9 @@ int run(const Options& o) {
     // No NaN or Inf is written as a result: the first names its position (time-major: token, then stream).
     auto check = [&](const ir::Tensor* t, const char* what, std::int64_t width) {
       if (const std::int64_t k = firstNonFinite(t->data<float>(), t->numel()); k >= 0)
-        throwNonFinite(m.path, std::string(what) + " of token " + std::to_string(i + k / width / batch + 1) +
-                                   " of stream " + std::to_string(k / width % batch),
+        throwNonFinite(m.path,
+                       std::string(what) + " of token " + std::to_string(i + k / width / batch + 1) + " of stream " +
+                           std::to_string(k / width % batch),
                        t->data<float>()[k]);
     };
     check(out.hidden, "the hidden state", m.spec.d_model);
@@ -148,7 +150,8 @@ void registerRun(CLI::App& app, Action& action) {
   cmd->add_option("--state-out", o->stateOut, "save the memory after the last segment to this state file");
   cmd->add_option("--format", o->format, "json (default) or safetensors (needs -o)")
       ->check(CLI::IsMember({"json", "safetensors"}));
-  cmd->add_option("-o,--output", o->output, "write the result here instead of stdout (-: stdout)")->check(nonEmptyPath());
+  cmd->add_option("-o,--output", o->output, "write the result here instead of stdout (-: stdout)")
+      ->check(nonEmptyPath());
   cmd->add_flag("--no-logprob", o->noLogprob, "only the hidden states");
   cmd->callback([o, &action] {
     if (!o->tokensOpt->count() && !o->tokensFileOpt->count()) throw CLI::RequiredError("--tokens or --tokens-file");

@@ -26,8 +26,8 @@ void registerScore(CLI::App& app, Action& action);
 void registerGenerate(CLI::App& app, Action& action);
 void registerServe(CLI::App& app, Action& action);  // cmd_serve.cpp
 void registerRun(CLI::App& app, Action& action);
-void registerImport(CLI::App& app, Action& action);  // cmd_import.cpp
-void registerInfo(CLI::App& app, Action& action);    // cmd_info.cpp
+void registerImport(CLI::App& app, Action& action);      // cmd_import.cpp
+void registerInfo(CLI::App& app, Action& action);        // cmd_info.cpp
 void registerCompletion(CLI::App& app, Action& action);  // cmd_completion.cpp: last, it lists the others
 
 // Options every command that builds graphs shares: --backend, --passes,
@@ -39,8 +39,8 @@ struct PipelineFlags {
   bool printAfterAll = false;
   std::vector<std::string> printAfter;
   bool timePasses = false;
-  std::string memory = "kv";  // the memory form: kv (cache-projected-memory) or hidden
-  std::string precision;      // --precision f32|bf16; empty: the model's own (an artifact's), else f32
+  std::string memory;     // --memory kv|hidden; empty: the form the passes make (kv for the default pipeline)
+  std::string precision;  // --precision f32|bf16; empty: the model's own (an artifact's), else f32
 
   void add(CLI::App& cmd, bool withBackend = true);
   // Sets the backend and the pipeline of `s`; validates pass names (txl::Error).

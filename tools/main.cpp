@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
     }
     // A flag the command does not take is named first, with the nearest it does take.
     if (const std::string m = unknownFlagMessage(*named.front(), 2, argc, argv); !m.empty()) {
-      std::cerr << "txlc: error: " << oneLine(m) << " (run '" << program << " " << oneLine(txl::clip(name)) << " --help')"
-                << std::endl;
+      std::cerr << "txlc: error: " << oneLine(m) << " (run '" << program << " " << oneLine(txl::clip(name))
+                << " --help')" << std::endl;
       return kExitUsage;
     }
   }

@@ -78,7 +78,7 @@ SettingChoice PipelineFlags::choice() const {
   c.backend = backend;
   if (!passes.empty()) c.passes = passes;
   c.disabled = disabled;
-  c.memory = memory;
+  if (!memory.empty()) c.memory = memory;
   if (!precision.empty()) c.precision = precision;
   return c;
 }

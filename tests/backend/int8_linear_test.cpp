@@ -55,7 +55,8 @@ TEST_CASE("int8 rows: the scale is the row's max / 127, rounding is half to even
   const ir::Tensor r = ir::int8RoundTrip(t);
   for (std::int64_t i = 0; i < 7; ++i) {
     const float s = ir::int8RowScale(w.data() + i * 33, 33);
-    for (std::int64_t j = 0; j < 33; ++j) CHECK(std::fabs(r.data<float>()[i * 33 + j] - w[i * 33 + j]) <= 0.5f * s * 1.0001f);
+    for (std::int64_t j = 0; j < 33; ++j)
+      CHECK(std::fabs(r.data<float>()[i * 33 + j] - w[i * 33 + j]) <= 0.5f * s * 1.0001f);
   }
 }
 
@@ -121,7 +122,8 @@ TEST_CASE("int8 linear: every output the same sum whatever the rows, the threads
   a.rows = rows;
   a.y = portable.data();
   int8LinearPortable(q, a);
-  for (std::size_t i = 0; i < all.size(); ++i) CHECK(std::fabs(portable[i] - all[i]) <= 1e-5f * std::fabs(all[i]) + 1e-6f);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    CHECK(std::fabs(portable[i] - all[i]) <= 1e-5f * std::fabs(all[i]) + 1e-6f);
 }
 
 TEST_CASE("int8 linear: one copy of a weight's rows per model, shared while a plan holds it", "[int8]") {

@@ -247,22 +247,23 @@ TEST_CASE("packed weights: a vocabulary-sized table's lookup maps only the rows 
   const std::int64_t rows = 16384, dim = 320;
   MappedFile f = mappedTensor(rows, dim);
   ir::TensorMap weights{{"emb", f.tensor}, {"out", f.tensor}};
-  std::string head = "graph @g {\n  %0 = input() {name = \"tokens\"} : i64[64,1]\n"
-                     "  %1 = weight() {name = \"emb\"} : f32[16384,320]\n"
-                     "  %2 = embedding(%1, %0) {lo = 0} : f32[64,1,320]\n";
+  std::string head =
+      "graph @g {\n  %0 = input() {name = \"tokens\"} : i64[64,1]\n"
+      "  %1 = weight() {name = \"emb\"} : f32[16384,320]\n"
+      "  %2 = embedding(%1, %0) {lo = 0} : f32[64,1,320]\n";
   std::string text;
   SECTION("tied, the output layer at bf16") {
-    text = head + "  %3 = weight() {name = \"out\"} : f32[16384,320]\n  %4 = convert(%3) {dtype = \"bf16\"} : "
-                  "bf16[16384,320]\n  %5 = convert(%2) {dtype = \"bf16\"} : bf16[64,1,320]\n"
-                  "  %6 = linear(%5, %4) {out_dtype = \"f32\"} : f32[64,1,16384]\n  output(%6) {name = \"y\"}\n}\n";
+    text = head +
+           "  %3 = weight() {name = \"out\"} : f32[16384,320]\n  %4 = convert(%3) {dtype = \"bf16\"} : "
+           "bf16[16384,320]\n  %5 = convert(%2) {dtype = \"bf16\"} : bf16[64,1,320]\n"
+           "  %6 = linear(%5, %4) {out_dtype = \"f32\"} : f32[64,1,16384]\n  output(%6) {name = \"y\"}\n}\n";
   }
   SECTION("tied, the output layer at int8") {
-    text = head + "  %3 = weight() {name = \"out\"} : f32[16384,320]\n  %4 = quantize(%3) : f32[16384,320]\n"
-                  "  %5 = linear(%2, %4) {out_dtype = \"f32\"} : f32[64,1,16384]\n  output(%5) {name = \"y\"}\n}\n";
+    text = head +
+           "  %3 = weight() {name = \"out\"} : f32[16384,320]\n  %4 = quantize(%3) : f32[16384,320]\n"
+           "  %5 = linear(%2, %4) {out_dtype = \"f32\"} : f32[64,1,16384]\n  output(%5) {name = \"y\"}\n}\n";
   }
-  SECTION("a lookup alone") {
-    text = head + "  output(%2) {name = \"y\"}\n}\n";
-  }
+  SECTION("a lookup alone") { text = head + "  output(%2) {name = \"y\"}\n}\n"; }
   ir::Graph g = ir::parse(text);
   ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {64, 1}});
   for (std::int64_t i = 0; i < 64; ++i) tokens.data<std::int64_t>()[i] = (i * 257) % rows;

@@ -36,10 +36,10 @@ enum class MaskKind { Causal, SameLength, Random };
 struct Problem {
   RelAttentionShape shape;
   std::vector<float> qu, qv, kv, rt, mask, pad, out;
-  std::vector<std::uint16_t> kv16;  // when not empty: kv in bf16, passed instead of kv
-  std::vector<std::uint32_t> rt2;   // when not empty: rt in bf16 pairs of d (RelAttentionArgs::rt2)
+  std::vector<std::uint16_t> kv16;    // when not empty: kv in bf16, passed instead of kv
+  std::vector<std::uint32_t> rt2;     // when not empty: rt in bf16 pairs of d (RelAttentionArgs::rt2)
   std::vector<std::uint16_t> rtRows;  // when not empty: rt in bf16 rows of positions (RelAttentionArgs::rtRows)
-  I rtLead = 0;  // rt's rows start with this many unused columns (a suffix of a longer table)
+  I rtLead = 0;                       // rt's rows start with this many unused columns (a suffix of a longer table)
   float scale = 0.37f;
 
   I hd() const { return shape.heads * shape.d; }
@@ -301,41 +301,42 @@ TEST_CASE("rel_attention: bf16 keys and values") {
                         Case{1, 2, 7, 130, 33}, Case{2, 2, 9, 140, 6}, Case{3, 2, 1, 100, 17}, Case{2, 3, 1, 67, 41},
                         Case{1, 2, 1, 33, 32}})
     for (MaskKind kind : {MaskKind::SameLength, MaskKind::Random})
-    for (bool withPad : {false, true}) {
-      Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, kind, withPad, seed++);
-      rounded(p.kv);
-      rounded(p.qu);
-      rounded(p.qv);
-      rounded(p.rt);
-      INFO("q " << c.q << " k " << c.k << " d " << c.d << " mask " << int(kind) << " pad " << withPad);
-      const std::vector<double> want = reference(p);
-      const std::vector<float> portable = run(p, detail::relAttentionPortable),
-                               widened = run(p, detail::relAttentionWidened);
-      p.kv16 = toBf16(p.kv);
-      if (c.d % 2 == 0) p.rt2 = pairTable(p);  // read by the pair path only
-      p.rtRows = rowTable(p);                   // read by the row-wise path only
-      std::vector<Kernel> kernels{Kernel(relAttention), Kernel(detail::relAttentionPaired),
-                                  Kernel(detail::relAttentionPortable), Kernel(detail::relAttentionWidened)};
-      if (txl::backend::platform().avx512Bf16) kernels.push_back(Kernel(detail::relAttentionRows));
-      for (Kernel kernel : kernels) {
-        const std::vector<float> got = run(p, kernel);
-        const bool paired = kernel == Kernel(detail::relAttentionPaired) || kernel == Kernel(detail::relAttentionRows) ||
-                            (kernel == Kernel(relAttention) && relAttentionPairs(p.shape));
-        requireClose(got, want, paired ? 1.0 / 256 : 1e-5);
-        if (kernel == Kernel(relAttention) && !relAttentionPairs(p.shape))
-          REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
-        if (kernel == Kernel(detail::relAttentionPortable))
-          REQUIRE(std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)) == 0);
-        if (kernel == Kernel(detail::relAttentionWidened))
-          REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
-        Problem e = prependMaskedKeys(p, 37);
-        e.kv16 = toBf16(e.kv);
-        if (c.d % 2 == 0) e.rt2 = pairTable(e);
-        e.rtRows = rowTable(e);
-        const std::vector<float> padded = run(e, kernel);
-        REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
+      for (bool withPad : {false, true}) {
+        Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, kind, withPad, seed++);
+        rounded(p.kv);
+        rounded(p.qu);
+        rounded(p.qv);
+        rounded(p.rt);
+        INFO("q " << c.q << " k " << c.k << " d " << c.d << " mask " << int(kind) << " pad " << withPad);
+        const std::vector<double> want = reference(p);
+        const std::vector<float> portable = run(p, detail::relAttentionPortable),
+                                 widened = run(p, detail::relAttentionWidened);
+        p.kv16 = toBf16(p.kv);
+        if (c.d % 2 == 0) p.rt2 = pairTable(p);  // read by the pair path only
+        p.rtRows = rowTable(p);                  // read by the row-wise path only
+        std::vector<Kernel> kernels{Kernel(relAttention), Kernel(detail::relAttentionPaired),
+                                    Kernel(detail::relAttentionPortable), Kernel(detail::relAttentionWidened)};
+        if (txl::backend::platform().avx512Bf16) kernels.push_back(Kernel(detail::relAttentionRows));
+        for (Kernel kernel : kernels) {
+          const std::vector<float> got = run(p, kernel);
+          const bool paired = kernel == Kernel(detail::relAttentionPaired) ||
+                              kernel == Kernel(detail::relAttentionRows) ||
+                              (kernel == Kernel(relAttention) && relAttentionPairs(p.shape));
+          requireClose(got, want, paired ? 1.0 / 256 : 1e-5);
+          if (kernel == Kernel(relAttention) && !relAttentionPairs(p.shape))
+            REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
+          if (kernel == Kernel(detail::relAttentionPortable))
+            REQUIRE(std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)) == 0);
+          if (kernel == Kernel(detail::relAttentionWidened))
+            REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
+          Problem e = prependMaskedKeys(p, 37);
+          e.kv16 = toBf16(e.kv);
+          if (c.d % 2 == 0) e.rt2 = pairTable(e);
+          e.rtRows = rowTable(e);
+          const std::vector<float> padded = run(e, kernel);
+          REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
+        }
       }
-    }
 }
 
 TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not") {
@@ -423,14 +424,15 @@ TEST_CASE("rel_attention: one query row against state in memory", "[.bench]") {
         if (!rowwise) a.rtRows = nullptr;
         relAttention(a);
       }
-      (rowwise ? rows : pairs).push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      (rowwise ? rows : pairs)
+          .push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
   for (auto* v : {&rows, &pairs}) std::sort(v->begin(), v->end());
   const double bytes = kLayers * double(s.heads) * s.k * s.d * 2 * 3;
-  std::printf("rel_attention, one row, 12 layers, threads %d: row-wise median %.3f ms (%.1f GB/s), best %.3f; "
-              "block-wise pairs median %.3f ms (%.1f GB/s), best %.3f\n",
-              omp_get_max_threads(), rows[rows.size() / 2], bytes / rows[rows.size() / 2] * 1e-6, rows.front(),
-              pairs[pairs.size() / 2], bytes / pairs[pairs.size() / 2] * 1e-6, pairs.front());
+  std::printf(
+      "rel_attention, one row, 12 layers, threads %d: row-wise median %.3f ms (%.1f GB/s), best %.3f; "
+      "block-wise pairs median %.3f ms (%.1f GB/s), best %.3f\n",
+      omp_get_max_threads(), rows[rows.size() / 2], bytes / rows[rows.size() / 2] * 1e-6, rows.front(),
+      pairs[pairs.size() / 2], bytes / pairs[pairs.size() / 2] * 1e-6, pairs.front());
   CHECK(std::isfinite(rows.front()));
 }

@@ -644,7 +644,8 @@ std::vector<Row> rows(const std::string& dir) {
        3,
        e + "--threads: expected a positive integer at most … (4 per core this process may use), got 4096"},
       {"run-output-bound",
-       {{"ids.txt", [] {
+       {{"ids.txt",
+         [] {
            std::string ids;
            for (int i = 0; i < 500000; ++i) ids += "1 ";
            return ids;
@@ -789,7 +790,8 @@ TEST_CASE("a warning about a huge unknown key names it cut", "[robustness][cli]"
   nlohmann::json j = tinySpec();
   j[std::string(300000, 'k')] = 1;
   writeFile(dir + "/spec.json", j.dump());
-  auto r = runProcess({kTxlc, "compile", dir + "/spec.json", "--random-weights", "-o", dir + "/out.txla"}, dir, kTimeout);
+  auto r =
+      runProcess({kTxlc, "compile", dir + "/spec.json", "--random-weights", "-o", dir + "/out.txla"}, dir, kTimeout);
   INFO("stderr: " << r.err.substr(0, 400));
   CHECK(r.exitCode == 0);
   const std::string first = r.err.substr(0, r.err.find('\n'));
@@ -824,9 +826,10 @@ TEST_CASE("an OMP_NUM_THREADS beyond the thread bound is refused by its name", "
   INFO("stderr: " << r.err << "stdout: " << r.out);
   CHECK(r.exitCode == 3);
   CHECK(r.out.empty());
-  CHECK(matchesLine("txlc: error: OMP_NUM_THREADS: expected a positive integer at most … (4 per core this process may "
-                    "use), got 5000\n",
-                    r.err));
+  CHECK(
+      matchesLine("txlc: error: OMP_NUM_THREADS: expected a positive integer at most … (4 per core this process may "
+                  "use), got 5000\n",
+                  r.err));
   fs::remove_all(dir);
 }
 
@@ -848,9 +851,10 @@ TEST_CASE("a conformance case.json that cannot be read names the field on stderr
   const std::vector<std::pair<std::string, std::string>> cases{
       // The case's field is named, not a flag the user did not give.
       {hugeBatch.dump(), file + ": /batch: expected a positive integer at most 1048576, got 1099511627776"},
-      {hugeQlen.dump(), file + ": /segments/1/qlen: expected " + qlen1 + " (the rows of seg1.input), got 1099511627776"},
-      {wrongMlen.dump(), file + ": /segments/1/mlen: expected " + mlen1 + " (the positions remembered before seg1), got " +
-                             std::to_string(std::stoll(mlen1) + 7)},
+      {hugeQlen.dump(),
+       file + ": /segments/1/qlen: expected " + qlen1 + " (the rows of seg1.input), got 1099511627776"},
+      {wrongMlen.dump(), file + ": /segments/1/mlen: expected " + mlen1 +
+                             " (the positions remembered before seg1), got " + std::to_string(std::stoll(mlen1) + 7)},
       {noQlen.dump(), file + ": /segments/1/qlen: expected an integer, got nothing (the field is missing)"},
       {R"({"format": "txl-conformance/1", "name": 5})", file + ": /name: expected a string, got a number 5"},
       {R"({"format": 7})", file + ": /format: expected a string, got a number 7"},
@@ -953,6 +957,7 @@ TEST_CASE("a standalone executable's vocabulary error names the executable", "[r
   INFO("stderr: " << r.err);
   CHECK(r.exitCode == 3);
   CHECK(r.out.empty());
-  CHECK(r.err == "txlc: error: " + dir + "/kjv-bad: manifest /vocabulary: 72 symbols, expected the model's n_token (73)\n");
+  CHECK(r.err ==
+        "txlc: error: " + dir + "/kjv-bad: manifest /vocabulary: 72 symbols, expected the model's n_token (73)\n");
   fs::remove_all(dir);
 }

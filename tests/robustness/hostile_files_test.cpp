@@ -272,8 +272,8 @@ TEST_CASE("a vocabulary larger than the memory limit names its file", "[robustne
     for (int i = 0; i < 6000000; ++i) out << 'w' << i << '\n';  // 53 MB: about 10 times that as symbols
   }
   auto r = runProcess({"/bin/sh", "-c",
-                       "ulimit -v 300000; exec '" + kTxlc + "' generate '" + model + "/config.json' --weights '" + model +
-                           "/model.safetensors' --vocab vocab.txt --prompt 'in the' -n 3"},
+                       "ulimit -v 300000; exec '" + kTxlc + "' generate '" + model + "/config.json' --weights '" +
+                           model + "/model.safetensors' --vocab vocab.txt --prompt 'in the' -n 3"},
                       dir, kTimeout);
   CHECK_FALSE(r.timedOut);
   CHECK(r.exitCode == 3);
@@ -315,8 +315,7 @@ TEST_CASE("SIGTERM while an output is written leaves no temporary", "[robustness
   fs::remove_all(dir);
 }
 
-TEST_CASE("--emit exe checks its destination first and never writes its libraries elsewhere",
-          "[robustness][hostile]") {
+TEST_CASE("--emit exe checks its destination first and never writes its libraries elsewhere", "[robustness][hostile]") {
   const std::string dir = txl::test::makeTempDir("txlc-emit");
   const std::string model = kSource + "/models/kjv-char";
   auto compileExe = [&](const std::string& out) {
@@ -328,7 +327,8 @@ TEST_CASE("--emit exe checks its destination first and never writes its librarie
   fs::create_directory_symlink("victim", dir + "/txlc-libs");
   auto r = compileExe("m-exe");
   CHECK(r.exitCode == 3);
-  CHECK(oneLine(r) == "txlc: error: ./txlc-libs: is a symbolic link; expected the folder of the executable's libraries");
+  CHECK(oneLine(r) ==
+        "txlc: error: ./txlc-libs: is a symbolic link; expected the folder of the executable's libraries");
   std::string kept;
   std::getline(std::ifstream(dir + "/victim/libdnnl.so.2"), kept);
   CHECK(kept == "keep");
@@ -341,7 +341,8 @@ TEST_CASE("--emit exe checks its destination first and never writes its librarie
   REQUIRE(::mkfifo((dir + "/fifo-exe").c_str(), 0600) == 0);
   r = compileExe("fifo-exe");
   CHECK(r.exitCode == 3);
-  CHECK(oneLine(r) == "txlc: error: fifo-exe: is not a regular file; an executable is written as a new file or over one");
+  CHECK(oneLine(r) ==
+        "txlc: error: fifo-exe: is not a regular file; an executable is written as a new file or over one");
   CHECK_FALSE(fs::exists(fs::symlink_status(dir + "/txlc-libs")));
   // A missing folder is not made.
   r = compileExe("no/x");
@@ -379,7 +380,8 @@ TEST_CASE("a standalone executable with a damaged trailer is refused", "[robustn
         std::string::npos);
   r = damaged(20);  // in the offset
   CHECK(r.exitCode == 3);
-  CHECK(oneLine(r).find("does not end at byte " + std::to_string(size - 24) + " of the executable") != std::string::npos);
+  CHECK(oneLine(r).find("does not end at byte " + std::to_string(size - 24) + " of the executable") !=
+        std::string::npos);
   r = runProcess({dir + "/kjv", "info"}, dir, kTimeout);  // the intact one
   CHECK(r.exitCode == 0);
   // Usage hints name the executable as invoked, not txlc.
