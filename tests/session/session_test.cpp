@@ -25,7 +25,8 @@ std::shared_ptr<backend::CompiledModel> compile(const frontend::ModelSpec& spec,
   driver::Setting setting = driver::defaultSetting(model);
   setting.backend = backend;
   if (literal) setting.pipeline.passes = std::vector<std::string>{};
-  if (memory == "hidden") setting.pipeline.disabled.insert("cache-projected-memory");
+  if (memory == "hidden") setting.pipeline.memory = ir::MemoryForm::Hidden;
+  driver::resolvePipeline(setting);
   setting.batch = 2;
   return driver::compile(model, setting);
 }
@@ -234,6 +235,7 @@ TEST_CASE("driver: the declared memory slots are the optimized graphs' slots", "
       s.backend = "reference";
       s.pipeline.passes = passes;
       if (!disabled.empty()) s.pipeline.disabled.insert(disabled);
+      driver::resolvePipeline(s);
       const std::vector<ir::MemorySlot> declared = driver::memorySlots(spec, s);
       INFO("pre_lnorm " << preNorm << ", " << (passes ? std::to_string(passes->size()) + " passes" : "default")
                         << ", form " << driver::memoryForm(s));
@@ -268,7 +270,8 @@ TEST_CASE("session: a stream reset alone computes what a fresh stream computes, 
         const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 7));
         driver::Setting setting = driver::defaultSetting(model);
         setting.backend = backend;
-        if (form == "hidden") setting.pipeline.disabled.insert("cache-projected-memory");
+        if (form == "hidden") setting.pipeline.memory = ir::MemoryForm::Hidden;
+        driver::resolvePipeline(setting);
         if (initial == "zeros") setting.initialMemory = frontend::InitialMemory::Zeros;
         setting.batch = 2;
         setting.qlen = 6;
