@@ -250,29 +250,36 @@ TensorMap Session::saveState() const {
   return state;
 }
 
-void checkStateTypes(const CompiledModel& model, const std::map<std::string, ir::TensorType>& types) {
-  const ModelInfo& info = model.info();
+namespace {
+// checkStateTypes over `slots` (the model's, or their batch-1 form for one stream's state).
+void checkSlotTypes(const std::vector<SlotLayout>& slots, std::int64_t memLen,
+                    const std::map<std::string, ir::TensorType>& types) {
   std::int64_t mlen = -1;
-  for (const SlotLayout& slot : model.stateLayout()) {
+  for (const SlotLayout& slot : slots) {
     const std::string name = memName(slot.slot);
     auto it = types.find(name);
     if (it == types.end()) throw Error("state: tensor '" + name + "' is missing");
     const ir::Shape& shape = it->second.shape;
     ir::Shape row(shape.empty() ? shape.begin() : shape.begin() + 1, shape.end());
-    if (it->second.dtype != ir::DType::F32 || shape.empty() || row != slot.rowShape || shape[0] > info.memLen ||
+    if (it->second.dtype != ir::DType::F32 || shape.empty() || row != slot.rowShape || shape[0] > memLen ||
         (mlen >= 0 && shape[0] != mlen))
-      throw Error("state: tensor '" + name + "': expected f32[mlen <= " + std::to_string(info.memLen) + "," +
+      throw Error("state: tensor '" + name + "': expected f32[mlen <= " + std::to_string(memLen) + "," +
                   ir::shapeStr(slot.rowShape).substr(1) + (mlen >= 0 ? " with mlen " + std::to_string(mlen) : "") +
                   ", got " + it->second.str());
     mlen = shape[0];
   }
-  if (types.size() != model.stateLayout().size()) {
+  if (types.size() != slots.size()) {
     for (const auto& [name, type] : types) {
       bool known = false;
-      for (const SlotLayout& slot : model.stateLayout()) known |= memName(slot.slot) == name;
+      for (const SlotLayout& slot : slots) known |= memName(slot.slot) == name;
       if (!known) throw Error("state: holds tensor " + quote(name) + ", which this model does not have");
     }
   }
+}
+}  // namespace
+
+void checkStateTypes(const CompiledModel& model, const std::map<std::string, ir::TensorType>& types) {
+  checkSlotTypes(model.stateLayout(), model.info().memLen, types);
 }
 
 void Session::loadState(const TensorMap& state) {
@@ -287,6 +294,70 @@ void Session::loadState(const TensorMap& state) {
   for (std::size_t i = 0; i < layout().size(); ++i) {
     const ir::Tensor& t = state.at(memName(layout()[i].slot));
     ir::convertFloats(t.dtype(), t.raw(), layout()[i].dtype, rowPtr(i, start_), t.numel());  // bf16 windows round
+  }
+}
+
+void Session::checkStream(std::int64_t b, const char* what) const {
+  const std::int64_t batch = model_->info().batch;
+  if (b < 0 || b >= batch)
+    throw Error(std::string(what) + " of stream " + std::to_string(b) + ": expected a stream in [0, " +
+                std::to_string(batch) + ")");
+}
+
+// A stream's part of a remembered row is the b-th of `batch` equal parts
+// (the row shape is [batch, width...]); its memory is the last streamMlen(b)
+// rows of the window.
+TensorMap Session::saveStream(std::int64_t b) const {
+  checkStream(b, "save");
+  const std::int64_t batch = model_->info().batch, m = streamMlen_[std::size_t(b)];
+  TensorMap state;
+  for (std::size_t i = 0; i < layout().size(); ++i) {
+    const SlotLayout& slot = layout()[i];
+    const std::int64_t part = rowElements(slot) / batch;
+    ir::Shape shape = withRows(slot, m);
+    shape[1] = 1;
+    ir::Tensor lane = ir::Tensor::zeros({ir::DType::F32, shape});
+    const ir::Tensor window = rows(i, start_ + mlen_ - m, m);
+    const std::size_t rowSize = rowBytes(i, 1), partSize = rowSize / std::size_t(batch);
+    for (std::int64_t r = 0; r < m; ++r)
+      ir::convertFloats(slot.dtype,
+                        static_cast<const char*>(window.raw()) + std::size_t(r) * rowSize + partSize * std::size_t(b),
+                        ir::DType::F32, lane.data<float>() + r * part, part);
+    state[memName(slot.slot)] = lane;
+  }
+  return state;
+}
+
+void Session::loadStream(std::int64_t b, const TensorMap& state) {
+  checkStream(b, "load");
+  const ModelInfo& info = model_->info();
+  std::vector<SlotLayout> single = layout();
+  for (SlotLayout& slot : single) slot.rowShape[0] = 1;
+  std::map<std::string, ir::TensorType> types;
+  for (const auto& [name, t] : state) types.emplace(name, t.type());
+  checkSlotTypes(single, info.memLen, types);
+  const std::int64_t m = layout().empty() ? 0 : state.at(memName(layout().front().slot)).shape()[0];
+  if (!info.padWarmup)
+    for (std::int64_t c = 0; c < info.batch; ++c)
+      if (c != b && streamMlen_[std::size_t(c)] != m)
+        throw Error("load of stream " + std::to_string(b) + ": it remembers " + std::to_string(m) +
+                    " positions and stream " + std::to_string(c) + " " + std::to_string(streamMlen_[std::size_t(c)]) +
+                    "; this model cannot mask one stream's memory (only attn_type 0 pads)");
+  streamMlen_[std::size_t(b)] = m;
+  // The window holds the longest memory: it grows backwards over rows the
+  // other streams do not remember (masked for them), or shrinks when the
+  // longest memory left is shorter. start_ >= memLen - mlen_ holds either way.
+  const std::int64_t longest = *std::max_element(streamMlen_.begin(), streamMlen_.end());
+  start_ += mlen_ - longest;
+  mlen_ = longest;
+  for (std::size_t i = 0; i < layout().size(); ++i) {
+    const SlotLayout& slot = layout()[i];
+    const std::int64_t part = rowElements(slot) / info.batch;
+    const std::size_t rowSize = rowBytes(i, 1), partSize = rowSize / std::size_t(info.batch);
+    const float* from = state.at(memName(slot.slot)).data<float>();
+    char* to = rowPtr(i, start_ + mlen_ - m) + partSize * std::size_t(b);
+    for (std::int64_t r = 0; r < m; ++r)
+      ir::convertFloats(ir::DType::F32, from + r * part, slot.dtype, to + std::size_t(r) * rowSize, part);
   }
 }
 

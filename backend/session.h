@@ -206,6 +206,18 @@ class Session {
   TensorMap saveState() const;
   void loadState(const TensorMap& state);
 
+  // Stream `b`'s memory alone, as a batch-1 state ("mem.<slot>"
+  // f32[streamMlen(b), 1, width]: what a batch-1 session's saveState()
+  // gives), and back: loadStream(b, state) makes stream b remember exactly
+  // `state` while the other streams go on as they were. A stream moves
+  // between sessions of different batch this way (driver/stream_server.h
+  // batches streams so), and its results are those it would have had in the
+  // session it came from, up to the tolerance of a different batch's plans.
+  // txl::Error for a stream outside [0, batch), a state of the wrong slots or
+  // shapes, or streams of different lengths in a model that cannot pad.
+  TensorMap saveStream(std::int64_t b) const;
+  void loadStream(std::int64_t b, const TensorMap& state);
+
   // Plans built so far (one per distinct segment shape met).
   std::size_t planCount() const { return plans_.size(); }
   // The plan the last forward() ran (null before the first), for profilers.
@@ -221,6 +233,7 @@ class Session {
   // front, or grows the buffers.
   void ensureRoom(std::int64_t klen);
   ir::Tensor rows(std::size_t index, std::int64_t first, std::int64_t count) const;
+  void checkStream(std::int64_t b, const char* what) const;
   char* rowPtr(std::size_t index, std::int64_t first);                // row `first` of slot `index`'s window
   std::size_t rowBytes(std::size_t index, std::int64_t count) const;  // bytes of `count` rows of it
   // Points the input of slot `index` at `count` rows from `first`, without allocating.

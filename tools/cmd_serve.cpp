@@ -10,9 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -20,6 +23,7 @@
 #include <regex>
 #include <thread>
 
+#include "driver/bench.h"
 #include "driver/build_info.h"
 #include "driver/generator.h"
 #include "driver/score_report.h"
@@ -51,6 +55,10 @@ struct Options {
   std::int64_t maxNewTokens = 4096;
   double timeoutSeconds = 30;
   int httpThreads = 32;
+  std::int64_t maxBatch = 8;
+  double batchWaitMicroseconds = 0;
+  bool randomWeights = false;
+  std::uint64_t seed = 0;
 };
 
 // Prometheus counters and the latency histogram of the HTTP layer.
@@ -98,6 +106,15 @@ class Metrics {
          Row{"", c.corrupt.load()});
     line("txlc_state_bytes", "gauge", "Bytes of resident stream memory.", Row{"", c.stateBytes.load()});
     line("txlc_queue_depth", "gauge", "Requests waiting for the compute thread.", Row{"", c.queueDepth.load()});
+    line("txlc_requests_failed_total", "counter", "Requests that failed midway (their stream dropped).",
+         Row{"", c.failed.load()});
+    line("txlc_steps_total", "counter", "Segments run by the compute thread (each for one or more streams).",
+         Row{"", c.steps.load()});
+    line("txlc_step_streams_total", "counter", "Stream segments run (over txlc_steps_total: the mean batch size).",
+         Row{"", c.stepStreams.load()});
+    line("txlc_batch_size", "gauge", "Streams in the last step.", Row{"", c.lastBatch.load()});
+    line("txlc_lane_moves_total", "counter", "Stream memories copied between sessions to batch them.",
+         Row{"", c.laneMoves.load()});
     return o;
   }
 
@@ -196,6 +213,37 @@ T field(const json& j, const char* key, T fallback) {
   }
 }
 
+// The tokens of a streamed generation, from the compute thread to the connection's thread.
+class Events {
+ public:
+  // From the compute thread: false once the client has gone (the generation stops).
+  bool push(std::int64_t token, std::int64_t position) {
+    std::lock_guard lock(mutex_);
+    if (gone_) return false;
+    tokens_.emplace_back(token, position);
+    cv_.notify_one();
+    return true;
+  }
+  // The tokens queued so far, waiting up to `ms` for the first.
+  std::vector<std::pair<std::int64_t, std::int64_t>> take(int ms) {
+    std::unique_lock lock(mutex_);
+    cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return !tokens_.empty(); });
+    std::vector<std::pair<std::int64_t, std::int64_t>> out(tokens_.begin(), tokens_.end());
+    tokens_.clear();
+    return out;
+  }
+  void leave() {
+    std::lock_guard lock(mutex_);
+    gone_ = true;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::int64_t, std::int64_t>> tokens_;
+  bool gone_ = false;
+};
+
 class Server {
  public:
   Server(const Options& o, const Model& m, driver::StreamServer& streams) : o_(o), m_(m), streams_(streams) {}
@@ -270,6 +318,8 @@ class Server {
                 {"d_model", m_.spec.d_model},
                 {"qlen", s.qlen},
                 {"mem_len", s.memLen},
+                {"max_batch", streams_.maxBatch()},
+                {"parameters", m_.spec.parameterCount()},
                 {"vocabulary",
                  m_.vocabulary ? (m_.vocabulary->kind() == frontend::VocabKind::Char ? "char" : "word") : "none"},
                 {"state_bytes_per_stream", streams_.perStreamStateBytes()}}}}});
@@ -285,27 +335,30 @@ class Server {
         const json j = parseBody(req);
         const std::string id = field<std::string>(j, "id", "");
         json r;
-        streams_.submit([&](driver::StreamServer& s) { r = s.create(id); });
+        streams_.submit(id, [&](driver::StreamServer& s) { r = s.create(id); });
         reply(res, 201, r);
       });
     });
     http.Get(R"(/v1/streams/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
       guarded(res, [&] {
         json r;
-        streams_.submit([&](driver::StreamServer& s) { r = s.describe(req.matches[1]); });
+        const std::string id = req.matches[1];
+        streams_.submit(id, [&](driver::StreamServer& s) { r = s.describe(id); });
         reply(res, 200, r);
       });
     });
     http.Delete(R"(/v1/streams/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
       guarded(res, [&] {
-        streams_.submit([&](driver::StreamServer& s) { s.remove(req.matches[1]); });
+        const std::string id = req.matches[1];
+        streams_.submit(id, [&](driver::StreamServer& s) { s.remove(id); });
         reply(res, 200, {{"id", req.matches[1]}, {"deleted", true}});
       });
     });
     http.Post(R"(/v1/streams/([^/]+)/save)", [&](const httplib::Request& req, httplib::Response& res) {
       guarded(res, [&] {
         json r;
-        streams_.submit([&](driver::StreamServer& s) { r = s.save(req.matches[1]); });
+        const std::string id = req.matches[1];
+        streams_.submit(id, [&](driver::StreamServer& s) { r = s.save(id); });
         reply(res, 200, r);
       });
     });
@@ -315,9 +368,7 @@ class Server {
         const std::vector<std::int64_t> ids = tokensOf(j, "text", "tokens", true);
         const std::int64_t expect = field<std::int64_t>(j, "expect_position", -1);
         const bool perToken = field<bool>(j, "per_token", false);
-        json r;
-        streams_.submit([&](driver::StreamServer& s) { r = s.score(req.matches[1], ids, expect, perToken); });
-        reply(res, 200, r);
+        reply(res, 200, streams_.score(req.matches[1], ids, expect, perToken).get());
       });
     });
     http.Post(R"(/v1/streams/([^/]+)/generate)",
@@ -346,42 +397,57 @@ class Server {
     const bool stream = field<bool>(j, "stream", false);
     const frontend::Vocabulary* vocab = m_.vocabulary ? &*m_.vocabulary : nullptr;
     if (!stream) {
-      json r;
-      streams_.submit([&](driver::StreamServer& s) { r = s.generate(id, *g, nullptr); });
+      json r = streams_.generate(id, *g, nullptr).get();
       if (vocab) r["text"] = vocab->decode(r["token_ids"].get<std::vector<std::int64_t>>());
       return reply(res, 200, r);
     }
-    // Server-sent events: errors known before the first byte keep their status.
-    streams_.submit([&](driver::StreamServer& s) { s.describe(id); });
+    // Server-sent events. The compute thread queues each token (it never
+    // waits on a client); this connection's thread writes them. Errors known
+    // before the request starts keep their status.
+    auto events = std::make_shared<Events>();
+    std::promise<void> started;
+    std::future<void> accepted = started.get_future();
+    auto result = std::make_shared<std::future<json>>(streams_.generate(
+        id, *g, [events](std::int64_t token, std::int64_t position) { return events->push(token, position); },
+        &started));
+    accepted.get();
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [this, g, id, vocab](std::size_t, httplib::DataSink& sink) {
-      auto send = [&](const json& event) {
-        const std::string line = "data: " + dumpJson(event) + "\n\n";
-        return sink.is_writable() && sink.write(line.data(), line.size());
-      };
-      std::int64_t previous = g->prompt.empty() ? -1 : g->prompt.back();
-      try {
-        json r;
-        streams_.submit([&](driver::StreamServer& s) {
-          r = s.generate(id, *g, [&](std::int64_t token, std::int64_t position) {
-            json e = {{"token", token}, {"position", position}};
-            if (vocab) e["text"] = vocab->decodeToken(token, previous);
-            previous = token;
-            return send(e);
-          });
+    res.set_chunked_content_provider(
+        "text/event-stream", [events, result, g, vocab](std::size_t, httplib::DataSink& sink) {
+          auto send = [&](const json& event) {
+            const std::string line = "data: " + dumpJson(event) + "\n\n";
+            return sink.is_writable() && sink.write(line.data(), line.size());
+          };
+          std::int64_t previous = g->prompt.empty() ? -1 : g->prompt.back();
+          bool open = true;
+          for (;;) {
+            const bool finished = result->wait_for(std::chrono::milliseconds(0)) == std::future_status::ready;
+            for (const auto& [token, position] : events->take(finished ? 0 : 50)) {
+              json e = {{"token", token}, {"position", position}};
+              if (vocab) e["text"] = vocab->decodeToken(token, previous);
+              previous = token;
+              if (open && !send(e)) {
+                open = false;
+                events->leave();  // the generation stops at its next token; what was chosen stays
+              }
+            }
+            if (finished) break;
+          }
+          try {
+            json r = result->get();
+            r.erase("token_ids");
+            if (open)
+              send({{"done", true}, {"position", r["position"]}, {"usage", r["usage"]}, {"timings", r["timings"]}});
+          } catch (const driver::ServeError& e) {
+            if (open) send(errorBody(e.status, e.type, e.message, e.extra));
+          } catch (const std::exception& e) {
+            if (open) send(errorBody(500, "server_error", oneLine(e.what())));
+          }
+          const std::string done = "data: [DONE]\n\n";
+          if (open && sink.is_writable()) sink.write(done.data(), done.size());
+          sink.done();
+          return true;
         });
-        r.erase("token_ids");
-        send({{"done", true}, {"position", r["position"]}, {"usage", r["usage"]}, {"timings", r["timings"]}});
-      } catch (const driver::ServeError& e) {
-        send(errorBody(e.status, e.type, e.message, e.extra));
-      } catch (const std::exception& e) {
-        send(errorBody(500, "server_error", oneLine(e.what())));
-      }
-      const std::string done = "data: [DONE]\n\n";
-      if (sink.is_writable()) sink.write(done.data(), done.size());
-      sink.done();
-      return true;
-    });
   }
 
  private:
@@ -393,7 +459,11 @@ class Server {
 thread_local Clock::time_point requestStart;
 
 int run(const Options& o) {
-  Model m = o.model.open();
+  OpenOptions open = o.model.openOptions();
+  open.randomWeights = o.randomWeights;
+  open.seed = o.seed;
+  Model m = openModel(o.model.model, open);
+  if (o.randomWeights) mapRandomWeights(m);
   Setting setting = o.model.setting(m);
   setting.batch = 1;
   std::string apiKey = o.apiKey;
@@ -415,13 +485,16 @@ int run(const Options& o) {
   so.idleSeconds = o.idleSeconds;
   so.maxQueue = o.maxQueue;
   so.stateDir = o.stateDir;
+  so.maxBatch = o.maxBatch;
+  so.batchWaitSeconds = o.batchWaitMicroseconds * 1e-6;
   so.log = log;
   driver::StreamServer streams(m, setting, so);
   noteReplanning(m, setting);
   log("model " + m.modelId + " (" + m.path + "), qlen " + std::to_string(setting.qlen) + ", mem_len " +
       std::to_string(setting.memLen) + "; " + std::to_string(streams.perStreamStateBytes()) +
       " bytes of memory per stream, --max-resident " + std::to_string(o.maxResident) + ": up to " +
-      std::to_string(streams.perStreamStateBytes() * o.maxResident) + " bytes resident" +
+      std::to_string(streams.perStreamStateBytes() * o.maxResident) + " bytes resident, up to " +
+      std::to_string(streams.maxBatch()) + " streams per step" +
       (o.stateDir.empty() ? ", evicted streams dropped (no --state-dir)"
                           : ", evicted streams spilled to " + o.stateDir));
 
@@ -492,7 +565,7 @@ int run(const Options& o) {
   http.listen_after_bind();
   finished = true;
   watcher.join();
-  streams.submit([](driver::StreamServer& s) { s.spillAll(); });
+  streams.submit("*", [](driver::StreamServer& s) { s.spillAll(); });
   log("stopped" +
       std::string(frontend::interruptSignal() ? " on signal " + std::to_string(frontend::interruptSignal()) : ""));
   return kExitOk;
@@ -530,6 +603,14 @@ void registerServe(CLI::App& app, Action& action) {
       ->check(integerIn(1, 4096, "an integer in [1, 4096]"));
   auto* key = cmd->add_option("--api-key", o->apiKey, "require Authorization: Bearer KEY (not on /health)");
   cmd->add_option("--api-key-file", o->apiKeyFile, "the API key from the first line of a file")->excludes(key);
+  cmd->add_option("--max-batch", o->maxBatch, "streams stepped together in one batched segment (default 8; 1: alone)")
+      ->check(integerIn(1, 256, "an integer in [1, 256]"));
+  cmd->add_option("--batch-wait-us", o->batchWaitMicroseconds,
+                  "a step of fewer than --max-batch streams waits this long for more (default 0)")
+      ->check(realIn(0, 1e7, false, "a number >= 0"));
+  CLI::Option* random = cmd->add_flag("--random-weights", o->randomWeights, "seeded random weights (benchmarks)");
+  if (o->model.weightsOpt) random->excludes(o->model.weightsOpt);
+  cmd->add_option("--seed", o->seed, "seed of the random weights (default 0)");
   cmd->add_flag("--quiet", o->quiet, "no log line per request");
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 }

@@ -6,6 +6,7 @@
 #include "backend/session.h"
 #include "frontend/model_spec.h"
 #include "frontend/weights.h"
+#include "ir/check.h"
 #include "driver/compile.h"
 
 using namespace txl;
@@ -303,5 +304,61 @@ TEST_CASE("session: a stream reset alone computes what a fresh stream computes, 
           REQUIRE(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
         }
         CHECK(a.planCount() == 1);
+      }
+}
+
+TEST_CASE("session: a stream moved between sessions of batch 1 and 2 goes on as if it had stayed", "[session]") {
+  for (const std::string initial : {"empty", "zeros"})
+    for (const std::string form : {"kv", "hidden"})
+      for (const std::string backend : {"reference", "onednn"}) {
+        INFO(backend << ", " << form << ", initial memory " << initial);
+        const frontend::ModelSpec spec = tinySpec(8);
+        const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 7));
+        driver::Setting setting = driver::defaultSetting(model);
+        setting.backend = backend;
+        if (form == "hidden") setting.pipeline.memory = ir::MemoryForm::Hidden;
+        driver::resolvePipeline(setting);
+        if (initial == "zeros") setting.initialMemory = frontend::InitialMemory::Zeros;
+        setting.qlen = 3;
+        auto one = driver::compile(model, setting);
+        setting.batch = 2;
+        auto two = driver::compile(model, setting);
+        std::mt19937 rng(5);
+        // Segment of `len` tokens with targets for a session of `batch`, stream `lane` taking `mine`.
+        const auto run = [&](backend::Session& s, std::int64_t batch, std::int64_t lane, const ir::Tensor& mine) {
+          const std::int64_t len = mine.shape()[0] - 1;
+          ir::Tensor tokens = randomIds(rng, len, batch, 37), targets = randomIds(rng, len, batch, 37);
+          for (std::int64_t t = 0; t < len; ++t) {
+            tokens.data<std::int64_t>()[t * batch + lane] = mine.data<std::int64_t>()[t];
+            targets.data<std::int64_t>()[t * batch + lane] = mine.data<std::int64_t>()[t + 1];
+          }
+          return streamValues(s.forward(tokens, &targets, false), lane, batch);
+        };
+        // The stream runs 2 segments alone (5 of 8 positions remembered), its
+        // neighbour-to-be 4 (full); then it moves into lane 0 beside it, then back.
+        backend::Session alone(one), pair(two), back(one);
+        for (std::int64_t len : {2, 3}) run(alone, 1, 0, randomIds(rng, len + 1, 1, 37));
+        for (int k = 0; k < 4; ++k) run(pair, 2, 1, randomIds(rng, 4, 1, 37));
+        const ir::TensorMap state = alone.saveState();
+        pair.loadStream(0, state);
+        CHECK(pair.streamMlen(0) == alone.mlen());
+        CHECK(pair.streamMlen(1) == 8);
+        const ir::TensorMap again = pair.saveStream(0);  // exact both ways
+        for (const auto& [name, t] : state) {
+          REQUIRE(again.at(name).type() == t.type());
+          CHECK(std::memcmp(again.at(name).raw(), t.raw(), t.bytes()) == 0);
+        }
+        for (int k = 0; k < 4; ++k) {
+          const ir::Tensor mine = randomIds(rng, 3 + k % 2, 1, 37);
+          CHECK(maxRelDiff(run(pair, 2, 0, mine), run(alone, 1, 0, mine)) < 1e-4);
+        }
+        back.loadState(pair.saveStream(0));
+        CHECK(back.mlen() == alone.mlen());
+        for (int k = 0; k < 3; ++k) {
+          const ir::Tensor mine = randomIds(rng, 4, 1, 37);
+          CHECK(maxRelDiff(run(back, 1, 0, mine), run(alone, 1, 0, mine)) < 1e-4);
+        }
+        CHECK_THROWS_AS(pair.loadStream(2, state), txl::Error);
+        CHECK_THROWS_AS(pair.loadStream(0, pair.saveState()), txl::Error);  // a batch-2 state is not one stream's
       }
 }
