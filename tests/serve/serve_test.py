@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # tests/serve/serve_test.py - `txlc serve` end to end on 127.0.0.1: routes and codes, served == offline,
 # spill and restore, restarts, hostile input. One case per run:
-#   serve_test.py TXLC MODELS CASE     (CASE: routes score words generate spill restart kill9 limits)
+#   serve_test.py TXLC MODELS CASE     (CASE: routes score words generate batch spill restart kill9 limits)
 # Every server is started on port 0 (its address read from stdout) and killed at the end.
 import http.client
 import json
@@ -81,7 +81,7 @@ class Server:
 
 
 def offline_score(ids, model=CHAR):
-    path = os.path.join(WORK, "ids-%d.txt" % len(ids))
+    path = os.path.join(WORK, "ids-%d-%d.txt" % (len(ids), threading.get_ident()))
     with open(path, "w") as f:
         f.write(" ".join(map(str, ids)) + "\n")
     out = subprocess.run([TXLC, "score", model, path, "--ids", "--json"], capture_output=True, text=True, check=True)
@@ -362,7 +362,75 @@ def case_limits():
     s.stop()
 
 
-CASES = {"routes": case_routes, "score": case_score, "generate": case_generate, "spill": case_spill,
+def metric(text, name):
+    for line in text.split("\n"):
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    fail("no metric %s in:\n%s" % (name, text))
+
+
+def concurrently(fns):
+    results, barrier = [None] * len(fns), threading.Barrier(len(fns))
+
+    def run(i):
+        barrier.wait()
+        results[i] = fns[i]()
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(fns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return results
+
+
+def case_batch():
+    s = Server("--quiet", "--max-batch", "4")
+    # Four greedy generations at once: batched one-token steps, each == txlc generate.
+    prompts = ["In the beginning", "And God said", "The LORD is my shepherd", "Blessed are the"]
+    n = 30
+    for i in range(4):
+        s.expect(201, "POST", "/v1/streams", {"id": "g%d" % i})
+    replies = concurrently([lambda i=i: s.expect(200, "POST", "/v1/streams/g%d/generate" % i,
+                                                 {"prompt": prompts[i], "max_tokens": n, "greedy": True})
+                            for i in range(4)])
+    for i, r in enumerate(replies):
+        out = subprocess.run([TXLC, "generate", CHAR, "--prompt", prompts[i], "-n", str(n), "--greedy", "--json"],
+                             capture_output=True, text=True, check=True)
+        check(r["token_ids"] == json.loads(out.stdout)["token_ids"], "batched generation %d != txlc generate" % i)
+    status, text = s.call("GET", "/metrics")
+    steps, rows = metric(text, "txlc_steps_total"), metric(text, "txlc_step_streams_total")
+    check(rows / steps > 1.5, "generations not batched: %d stream segments in %d steps" % (rows, steps))
+    # Four streams scoring at once, four requests each (129 tokens, then 128: segment boundaries): within the
+    # batch tolerance of offline scoring.
+    ids = valid_ids(s)
+    sizes = [129, 128, 128, 128]
+    length = sum(sizes)
+    for i in range(4):
+        s.expect(201, "POST", "/v1/streams", {"id": "s%d" % i})
+
+    def score(i):
+        mine, at, got = ids[1000 * i:1000 * i + length], 0, []
+        for size in sizes:
+            got.append(s.expect(200, "POST", "/v1/streams/s%d/score" % i,
+                                {"tokens": mine[at:at + size], "per_token": True}))
+            at += size
+        return served_sum(got), offline_score(mine)["nll_sum"]
+    before = metric(s.call("GET", "/metrics")[1], "txlc_step_streams_total") - metric(
+        s.call("GET", "/metrics")[1], "txlc_steps_total")
+    for got, offline in concurrently([lambda i=i: score(i) for i in range(4)]):
+        check(abs(got - offline) <= 1e-5 * abs(offline), "batched score %r, offline %r" % (got, offline))
+    text = s.call("GET", "/metrics")[1]
+    check(metric(text, "txlc_step_streams_total") - metric(text, "txlc_steps_total") > before,
+          "scores not batched:\n" + text)
+    # A request alone runs at batch 1, bit for bit as offline.
+    s.expect(201, "POST", "/v1/streams", {"id": "solo"})
+    r = s.expect(200, "POST", "/v1/streams/solo/score", {"tokens": ids[:129], "per_token": True})
+    check(served_sum([r]) == offline_score(ids[:129])["nll_sum"], "a lone request is not bit for bit")
+    check(metric(s.call("GET", "/metrics")[1], "txlc_batch_size") == 1, "a lone request's batch")
+    s.stop()
+
+
+CASES = {"routes": case_routes, "batch": case_batch, "score": case_score, "generate": case_generate, "spill": case_spill,
          "restart": case_restart, "words": case_words, "kill9": case_kill9, "limits": case_limits}
 try:
     CASES[CASE]()
