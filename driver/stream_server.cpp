@@ -510,8 +510,13 @@ void StreamServer::finish(Work& w) {
            {"tokens_per_second", genSeconds > 0 ? double(w.chosen.size()) / genSeconds : 0.0}}}};
   }
   if (w.restored) r["restore_seconds"] = w.restoreSeconds;
-  w.done.set_value(std::move(r));
   s.work = nullptr;
+  try {
+    if (options_.durable && !options_.stateDir.empty()) spill(s);  // on disk before the reply
+    w.done.set_value(std::move(r));
+  } catch (...) {
+    w.done.set_exception(std::current_exception());
+  }
   const std::string id = w.id;
   std::erase_if(active_, [&](const std::unique_ptr<Work>& p) { return p.get() == &w; });
   startWaiting(id);
@@ -709,18 +714,24 @@ StreamServer::Stream& StreamServer::find(const std::string& id) {
 void StreamServer::spill(Stream& s) {
   ir::TensorMap state = stateOf(s);
   std::vector<std::pair<std::string, ir::Tensor>> tensors(state.begin(), state.end());
-  frontend::writeSafetensors(statePath(s.id), tensors,
-                             {{"format", kStateFormat},
-                              {"model_id", model_.modelId},
-                              {"batch", "1"},
-                              {"mem_len", std::to_string(setting_.memLen)},
-                              {"mlen", std::to_string(memoryOf(s))},
-                              {"semantics", frontend::semanticsName(model_.spec.semantics)},
-                              {"initial_memory", frontend::initialMemoryName(setting_.initialMemory)},
-                              {"stream_id", s.id},
-                              {"position", std::to_string(s.position)},
-                              {"pending", std::to_string(s.pending)},
-                              {"checksum", stateChecksum(state)}});
+  try {
+    frontend::writeSafetensors(statePath(s.id), tensors,
+                               {{"format", kStateFormat},
+                                {"model_id", model_.modelId},
+                                {"batch", "1"},
+                                {"mem_len", std::to_string(setting_.memLen)},
+                                {"mlen", std::to_string(memoryOf(s))},
+                                {"semantics", frontend::semanticsName(model_.spec.semantics)},
+                                {"initial_memory", frontend::initialMemoryName(setting_.initialMemory)},
+                                {"stream_id", s.id},
+                                {"position", std::to_string(s.position)},
+                                {"pending", std::to_string(s.pending)},
+                                {"checksum", stateChecksum(state)}});
+  } catch (const Error& e) {  // the stream stays as it was (resident); the file as it was
+    ServeError err{507, "state_not_saved", "stream " + quote(s.id) + ": its state was not saved: " + oneLine(e.what())};
+    err.extra = {{"position", s.position}};
+    throw err;
+  }
 }
 
 void StreamServer::restore(Stream& s) {
@@ -858,6 +869,14 @@ nlohmann::json StreamServer::create(const std::string& requested) {
   touch(s);
   tombstones_.erase(id);  // a new stream under a dropped one's id
   auto [it, inserted] = streams_.emplace(id, std::move(s));
+  if (options_.durable && !options_.stateDir.empty()) {
+    try {
+      spill(it->second);
+    } catch (const ServeError&) {
+      streams_.erase(it);  // not created: nothing of it is kept
+      throw;
+    }
+  }
   updateGauges();
   return info(it->second);
 }
@@ -890,7 +909,12 @@ void StreamServer::spillAll() {
   std::int64_t n = 0;
   for (auto& [id, s] : streams_)
     if (s.resident()) {
-      spill(s);
+      try {
+        spill(s);
+      } catch (const ServeError& e) {
+        if (options_.log) options_.log(e.message + "; its memory is lost");
+        continue;
+      }
       vacate(s);
       s.session.reset();
       ++n;

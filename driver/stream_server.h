@@ -86,6 +86,7 @@ struct StreamServerOptions {
   std::int64_t maxBatch = 8;                    // streams stepped together (1: every step alone)
   double batchWaitSeconds = 0;                  // a step of fewer than maxBatch streams waits this long for more
   std::string stateDir;                         // empty: evicted streams are dropped
+  bool durable = false;                         // with a stateDir: every request's stream saved before its reply
   std::function<void(const std::string&)> log;  // one line to the log (stderr)
 };
 

@@ -15,6 +15,7 @@ packages=(
   libcpp-httplib-dev                  # txlc serve's HTTP server
   pybind11-dev python3-dev            # the Python module (python/)
   python3-numpy python3-pytest        # its arrays and its tests (tests/python/)
+  python3-aiohttp                     # the server tests' SSE client and bench/serve_load.py
   libopenmpi-dev openmpi-bin          # split runs under mpirun (optional: CMake's TXLC_MPI builds without it)
   clang-format                        # the format check (scripts/check-format.sh, CI)
 )

@@ -50,6 +50,7 @@ struct Options {
   double idleSeconds = 300;
   std::string apiKey, apiKeyFile;
   bool quiet = false;
+  bool durable = false;
   std::int64_t maxBodyBytes = 8 << 20;
   std::int64_t maxRequestTokens = 1 << 20;
   std::int64_t maxNewTokens = 4096;
@@ -319,6 +320,7 @@ class Server {
                 {"qlen", s.qlen},
                 {"mem_len", s.memLen},
                 {"max_batch", streams_.maxBatch()},
+                {"precision", driver::precisionName(s.precision)},
                 {"parameters", m_.spec.parameterCount()},
                 {"vocabulary",
                  m_.vocabulary ? (m_.vocabulary->kind() == frontend::VocabKind::Char ? "char" : "word") : "none"},
@@ -485,6 +487,7 @@ int run(const Options& o) {
   so.idleSeconds = o.idleSeconds;
   so.maxQueue = o.maxQueue;
   so.stateDir = o.stateDir;
+  so.durable = o.durable;
   so.maxBatch = o.maxBatch;
   so.batchWaitSeconds = o.batchWaitMicroseconds * 1e-6;
   so.log = log;
@@ -580,9 +583,10 @@ void registerServe(CLI::App& app, Action& action) {
   cmd->add_option("--host", o->host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", o->port, "port (default 8080; 0: any free port, printed on stdout)")
       ->check(integerIn(0, 65535, "a port in [0, 65535]"));
-  cmd->add_option("--state-dir", o->stateDir,
-                  "directory of spilled streams (kept across restarts; one server at a time); default: none, evicted "
-                  "streams are dropped");
+  CLI::Option* stateDirOpt = cmd->add_option(
+      "--state-dir", o->stateDir,
+      "directory of spilled streams (kept across restarts; one server at a time); default: none, evicted "
+      "streams are dropped");
   cmd->add_option("--max-streams", o->maxStreams, "streams held, resident or spilled (default 1024; 503 beyond)")
       ->check(integerIn(1, std::numeric_limits<std::int64_t>::max(), "a positive integer"));
   cmd->add_option("--max-resident", o->maxResident, "streams whose memory stays in RAM (default 64)")
@@ -603,6 +607,10 @@ void registerServe(CLI::App& app, Action& action) {
       ->check(integerIn(1, 4096, "an integer in [1, 4096]"));
   auto* key = cmd->add_option("--api-key", o->apiKey, "require Authorization: Bearer KEY (not on /health)");
   cmd->add_option("--api-key-file", o->apiKeyFile, "the API key from the first line of a file")->excludes(key);
+  cmd->add_flag("--durable", o->durable,
+                "save a stream's state to --state-dir after every request, before its reply (kill -9 then loses at "
+                "most the requests in flight)")
+      ->needs(stateDirOpt);
   cmd->add_option("--max-batch", o->maxBatch, "streams stepped together in one batched segment (default 8; 1: alone)")
       ->check(integerIn(1, 256, "an integer in [1, 256]"));
   cmd->add_option("--batch-wait-us", o->batchWaitMicroseconds,

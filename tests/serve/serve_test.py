@@ -6,6 +6,7 @@
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,9 +35,9 @@ def check(cond, msg):
 
 
 class Server:
-    def __init__(self, *args, model=CHAR, name="server"):
+    def __init__(self, *args, model=CHAR, name="server", wrap=()):
         self.log = os.path.join(WORK, name + ".log")
-        self.proc = subprocess.Popen([TXLC, "serve", model, "--port", "0", *args], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([*wrap, TXLC, "serve", model, "--port", "0", *args], stdout=subprocess.PIPE,
                                      stderr=open(self.log, "a"), text=True)
         servers.append(self)
         line = self.proc.stdout.readline()
@@ -302,6 +303,103 @@ def case_kill9():
     check(torn in log and flip in log, "refused files named in the log:\n" + log)
     s.expect(200, "GET", "/health")
     s.stop()
+    # --durable: each request's state is on disk before its reply; kill -9 during a request loses only that one.
+    durable = os.path.join(WORK, "durable")
+    s = Server("--state-dir", durable, "--durable", "--quiet", name="durable")
+    ids = valid_ids(s)
+    s.expect(201, "POST", "/v1/streams", {"id": "d"})
+    s.expect(200, "POST", "/v1/streams/d/score", {"tokens": ids[:129]})
+    s.expect(201, "POST", "/v1/streams", {"id": "fresh"})
+    t = threading.Thread(target=lambda: s.call("POST", "/v1/streams/d/score", {"tokens": ids[129:]}))
+    t.start()
+    time.sleep(0.3)  # the long request is in flight
+    s.stop(signal.SIGKILL)
+    t.join()
+    s = Server("--state-dir", durable, "--quiet", name="durable-after")
+    g = s.expect(200, "GET", "/v1/streams/d")
+    check(g["position"] == 129, "durable stream after kill -9 mid-request: %r" % g)
+    check(s.expect(200, "GET", "/v1/streams/fresh")["position"] == 0, "a created stream is kept")
+    r = s.expect(200, "POST", "/v1/streams/d/score", {"tokens": ids[129:129 + 128], "per_token": True})
+    s.stop()
+
+
+def case_sse():
+    import asyncio
+    import aiohttp  # Debian's python3-aiohttp
+    s = Server("--quiet")
+    url = "http://127.0.0.1:%d" % s.port
+
+    async def events(session, sid, body, keep=None):
+        """The events of a streamed generation; after `keep` token events the client goes away."""
+        got = []
+        async with session.post(url + "/v1/streams/%s/generate" % sid, json={**body, "stream": True}) as r:
+            check(r.status == 200 and r.headers["Content-Type"].startswith("text/event-stream"), "SSE status")
+            async for raw in r.content:
+                line = raw.decode().strip()
+                if line.startswith("data: "):
+                    got.append(line[6:])
+                    if keep is not None and len(got) >= keep:
+                        return got
+        return got
+
+    async def main():
+        async with aiohttp.ClientSession() as session:
+            for i in range(4):
+                await session.post(url + "/v1/streams", json={"id": "a%d" % i})
+            body = {"prompt": "In the beginning", "max_tokens": 20, "greedy": True}
+            runs = await asyncio.gather(*(events(session, "a%d" % i, body) for i in range(4)))
+            for got in runs:
+                check(got[-1] == "[DONE]" and json.loads(got[-2])["done"], "SSE end %r" % got[-2:])
+                check([json.loads(e)["position"] for e in got[:-2]] == list(range(17, 37)), "SSE positions")
+            tokens = {tuple(json.loads(e)["token"] for e in g[:-2]) for g in runs}
+            check(len(tokens) == 1, "the same greedy tokens on every stream: %r" % tokens)
+            # A client that goes away after 3 tokens: the generation stops, the tokens sent stay in the stream.
+            await session.post(url + "/v1/streams", json={"id": "gone"})
+            await events(session, "gone", {"prompt": "In the beginning", "max_tokens": 4000}, keep=3)
+            for _ in range(100):
+                async with session.get(url + "/v1/streams/gone") as r:
+                    position = (await r.json())["position"]
+                await asyncio.sleep(0.05)
+                async with session.get(url + "/v1/streams/gone") as r:
+                    if (await r.json())["position"] == position:
+                        break
+            check(16 + 3 <= position < 16 + 4000, "the generation went on after the client left: %d" % position)
+            async with session.post(url + "/v1/streams/gone/generate", json={"max_tokens": 2}) as r:
+                check(r.status == 200 and (await r.json())["position"] == position + 2, "the stream goes on")
+    asyncio.run(main())
+    s.stop()
+
+
+def case_diskfull():
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("skipped: a private tmpfs needs root and unshare")
+        return
+    # The state directory is a 700 KiB tmpfs in the server's own mount namespace: two state files fit.
+    state = os.path.join(WORK, "small")
+    os.makedirs(state)
+    mount = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+             'mount -t tmpfs -o size=700k tmpfs "$0" && exec "$@"', state]
+    s = Server("--state-dir", state, "--max-resident", "1", "--quiet", name="diskfull", wrap=mount)
+    seen = os.path.join("/proc/%d/root" % s.proc.pid, state.lstrip("/"))
+    refused = None
+    for i in range(6):
+        status, body = s.call("POST", "/v1/streams", {"id": "f%d" % i})
+        if status == 507:
+            refused = (i, body["error"])
+            break
+        check(status == 201, "create f%d: %d %r" % (i, status, body))
+        s.expect(200, "POST", "/v1/streams/f%d/score" % i, {"text": "In the beginning God created " * 4})
+    check(refused is not None, "no stream was refused on a full state directory")
+    i, e = refused
+    check(e["type"] == "state_not_saved" and "f%d" % (i - 1) in e["message"], "507: %r" % e)
+    s.expect(200, "GET", "/health")
+    last = "f%d" % (i - 1)  # its spill failed: it stays resident and goes on
+    check(s.expect(200, "GET", "/v1/streams/" + last)["residency"] == "resident", "not resident after a failed spill")
+    s.expect(200, "POST", "/v1/streams/%s/score" % last, {"text": " God"})
+    check(not [f for f in os.listdir(seen) if ".tmp" in f], "temporary files left: %r" % os.listdir(seen))
+    s.expect(200, "DELETE", "/v1/streams/f0")  # room again
+    s.expect(201, "POST", "/v1/streams", {"id": "f%d" % i})
+    s.stop()
 
 
 def case_limits():
@@ -313,10 +411,10 @@ def case_limits():
     s.expect(401, "POST", "/v1/streams")
     s.key = "sekret"
     s.expect(200, "GET", "/v1/models")
-    # 1000 creations on one connection: 50 streams, then 503 each time, the server still up.
+    # 10,000 creations on one connection: 50 streams, then 503 each time, the server still up.
     c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
     codes = {}
-    for i in range(1000):
+    for i in range(10000):
         c.request("POST", "/v1/streams", body=json.dumps({"id": "n%d" % i}),
                   headers={"Authorization": "Bearer sekret"})
         r = c.getresponse()
@@ -325,7 +423,7 @@ def case_limits():
         if r.status == 503:
             check(body["error"]["type"] == "too_many_streams", "503 body %r" % body)
     c.close()
-    check(codes == {201: 50, 503: 950}, "creations: %r" % codes)
+    check(codes == {201: 50, 503: 9950}, "creations: %r" % codes)
     # A huge body: 413, as JSON.
     s.expect(413, "POST", "/v1/streams/n0/score", {"text": "a" * 100000})
     # A slow client (slowloris): its connection is closed after --timeout-s; others are served meanwhile.
@@ -430,7 +528,7 @@ def case_batch():
     s.stop()
 
 
-CASES = {"routes": case_routes, "batch": case_batch, "score": case_score, "generate": case_generate, "spill": case_spill,
+CASES = {"routes": case_routes, "batch": case_batch, "sse": case_sse, "diskfull": case_diskfull, "score": case_score, "generate": case_generate, "spill": case_spill,
          "restart": case_restart, "words": case_words, "kill9": case_kill9, "limits": case_limits}
 try:
     CASES[CASE]()
