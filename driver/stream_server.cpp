@@ -2,7 +2,7 @@
 #include "driver/stream_server.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "driver/content_hash.h"
 #include "driver/finite.h"
 #include "driver/state_file.h"
+#include "frontend/atomic_file.h"
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "ir/check.h"
@@ -60,6 +61,15 @@ std::int64_t parseCount(const std::map<std::string, std::string>& meta, const ch
 
 ServeError notFound(const std::string& id) { return {404, "stream_not_found", "no stream " + quote(clip(id))}; }
 
+// A server holds a descriptor per stream it owns: the soft limit on open files goes up to the hard one.
+void raiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 }  // namespace
 
 bool validStreamId(const std::string& id) {
@@ -79,13 +89,7 @@ StreamServer::StreamServer(const Model& model, const Setting& setting, StreamSer
     fs::create_directories(options_.stateDir, ec);
     if (!fs::is_directory(options_.stateDir))
       throw Error("--state-dir " + options_.stateDir + ": not a directory" + (ec ? " (" + ec.message() + ")" : ""));
-    const std::string lock = (fs::path(options_.stateDir) / "txlc-serve.lock").string();
-    lockFd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lockFd_ < 0) throw Error(lock + ": cannot open the lock file");
-    if (::flock(lockFd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(lockFd_);
-      throw Error("--state-dir " + options_.stateDir + ": another server owns it (" + lock + " is locked)");
-    }
+    raiseOpenFileLimit();  // a lock file per stream held
   }
   compiled_ = compile(model_, setting_);
   const backend::ModelInfo& info = compiled_->info();
@@ -110,7 +114,6 @@ StreamServer::~StreamServer() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (lockFd_ >= 0) ::close(lockFd_);
 }
 
 // --- requests ------------------------------------------------------------------
@@ -644,35 +647,78 @@ std::string StreamServer::statePath(const std::string& id) const {
   return (fs::path(options_.stateDir) / (id + kStateSuffix)).string();
 }
 
+StreamLock StreamServer::claim(const std::string& id) {
+  std::optional<StreamLock> lock = StreamLock::claim(options_.stateDir, id);
+  if (!lock)
+    throw ServeError{409, "stream_owned_elsewhere",
+                     "stream " + quote(id) + " is owned by another server sharing --state-dir " + options_.stateDir};
+  return std::move(*lock);
+}
+
+StreamServer::Stream& StreamServer::listStateFile(const std::string& id, StreamLock lock) {
+  const std::string path = statePath(id);
+  frontend::SafetensorsFile f = frontend::SafetensorsFile::open(path);
+  const auto& meta = f.metadata();
+  auto it = meta.find("stream_id");
+  if (it == meta.end() || it->second != id) throw Error(path + ": __metadata__/stream_id: expected " + quote(id));
+  Stream s;
+  s.id = id;
+  s.position = parseCount(meta, "position", path, 0);
+  s.pending = parseCount(meta, "pending", path, -1);
+  s.lock = std::move(lock);
+  s.lastUsed = Clock::now();
+  s.lastUsedWall = std::chrono::system_clock::now();
+  return streams_.insert_or_assign(id, std::move(s)).first->second;
+}
+
 void StreamServer::scanStateDir() {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(options_.stateDir))
     if (e.is_regular_file() && e.path().extension() == kStateSuffix) files.push_back(e.path());
   std::sort(files.begin(), files.end());
+  std::int64_t elsewhere = 0;
   for (const fs::path& p : files) {
     const std::string id = p.stem().string();
-    if (!validStreamId(id)) continue;
+    if (!validStreamId(id) || std::int64_t(streams_.size()) >= options_.maxStreams) continue;
+    std::optional<StreamLock> lock = StreamLock::claim(options_.stateDir, id);
+    if (!lock) {
+      ++elsewhere;
+      continue;
+    }
     try {
-      frontend::SafetensorsFile f = frontend::SafetensorsFile::open(p.string());
-      const auto& meta = f.metadata();
-      auto it = meta.find("stream_id");
-      if (it == meta.end() || it->second != id)
-        throw Error(p.string() + ": __metadata__/stream_id: expected " + quote(id));
-      Stream s;
-      s.id = id;
-      s.position = parseCount(meta, "position", p.string(), 0);
-      s.pending = parseCount(meta, "pending", p.string(), -1);
-      s.lastUsed = Clock::now();
-      s.lastUsedWall = std::chrono::system_clock::now();
-      streams_.emplace(id, std::move(s));
+      listStateFile(id, std::move(*lock));
     } catch (const Error& e) {
       ++counters_.corrupt;
       if (options_.log) options_.log("refused state file " + p.string() + " (left as it is): " + oneLine(e.what()));
       tombstone(id, "corrupt_state", -1);
     }
   }
-  if (options_.log && !streams_.empty())
-    options_.log("found " + std::to_string(streams_.size()) + " spilled stream(s) in " + options_.stateDir);
+  if (options_.log && (!streams_.empty() || elsewhere))
+    options_.log("found " + std::to_string(streams_.size()) + " spilled stream(s) in " + options_.stateDir +
+                 (elsewhere ? " (" + std::to_string(elsewhere) + " more owned by other servers)" : ""));
+}
+
+StreamServer::Stream* StreamServer::adopt(const std::string& id) {
+  if (options_.stateDir.empty() || !validStreamId(id)) return nullptr;
+  std::error_code ec;
+  if (!fs::exists(statePath(id), ec) && !fs::exists(fs::path(options_.stateDir) / (id + ".lock"), ec)) return nullptr;
+  StreamLock lock = claim(id);
+  if (!fs::exists(statePath(id), ec)) return nullptr;  // a lock left by a server that stopped before a spill
+  if (std::int64_t(streams_.size()) >= options_.maxStreams)
+    throw ServeError{503, "too_many_streams",
+                     "the server holds " + std::to_string(streams_.size()) + " streams (--max-streams); stream " +
+                         quote(id) + " stays on disk"};
+  try {
+    Stream& s = listStateFile(id, std::move(lock));
+    if (options_.log) options_.log("took over stream " + id + " from " + options_.stateDir);
+    updateGauges();
+    return &s;
+  } catch (const Error& e) {
+    ++counters_.corrupt;
+    if (options_.log) options_.log("refused state file " + statePath(id) + " (left as it is): " + oneLine(e.what()));
+    tombstone(id, "corrupt_state", -1);
+    return nullptr;  // find() answers with the tombstone
+  }
 }
 
 void StreamServer::updateGauges() {
@@ -708,12 +754,16 @@ StreamServer::Stream& StreamServer::find(const std::string& id) {
     if (t->second.position >= 0) e.extra["position"] = t->second.position;
     throw e;
   }
+  if (Stream* s = adopt(id)) return *s;
+  if (tombstones_.contains(id)) return find(id);  // its state file was just refused
   throw notFound(id);
 }
 
 void StreamServer::spill(Stream& s) {
   ir::TensorMap state = stateOf(s);
   std::vector<std::pair<std::string, ir::Tensor>> tensors(state.begin(), state.end());
+  // The file may have been read (listed, restored): it is the server's own, to be replaced.
+  frontend::forgetInputFile(statePath(s.id));
   try {
     frontend::writeSafetensors(statePath(s.id), tensors,
                                {{"format", kStateFormat},
@@ -773,11 +823,7 @@ void StreamServer::drop(const std::string& id, const std::string& reason) {
   Stream& s = streams_.at(id);
   const std::int64_t position = s.position;
   vacate(s);
-  streams_.erase(id);
-  if (!options_.stateDir.empty()) {
-    std::error_code ec;
-    fs::remove(statePath(id), ec);
-  }
+  forget(id);
   tombstone(id, reason, position);
   if (options_.log) options_.log("dropped stream " + id + " (" + reason + ") at position " + std::to_string(position));
   updateGauges();
@@ -857,14 +903,17 @@ nlohmann::json StreamServer::create(const std::string& requested) {
     throw ServeError{400, "invalid_request",
                      "id: expected 1 to 128 of [A-Za-z0-9_.-], not starting with '.', got " + quote(clip(id))};
   }
-  if (streams_.contains(id)) throw ServeError{409, "stream_exists", "stream " + quote(id) + " exists"};
+  if (streams_.contains(id) || adopt(id)) throw ServeError{409, "stream_exists", "stream " + quote(id) + " exists"};
   if (std::int64_t(streams_.size()) >= options_.maxStreams)
     throw ServeError{
         503, "too_many_streams",
         "the server holds " + std::to_string(streams_.size()) + " streams (--max-streams); delete one or retry later"};
+  std::optional<StreamLock> lock;
+  if (!options_.stateDir.empty()) lock = claim(id);
   makeRoom(id);
   Stream s;
   s.id = id;
+  s.lock = std::move(lock);
   s.session = std::make_unique<backend::Session>(compiled_);
   touch(s);
   tombstones_.erase(id);  // a new stream under a dropped one's id
@@ -873,7 +922,7 @@ nlohmann::json StreamServer::create(const std::string& requested) {
     try {
       spill(it->second);
     } catch (const ServeError&) {
-      streams_.erase(it);  // not created: nothing of it is kept
+      forget(id);  // not created: nothing of it is kept
       throw;
     }
   }
@@ -896,12 +945,19 @@ nlohmann::json StreamServer::save(const std::string& id) {
 
 void StreamServer::remove(const std::string& id) {
   vacate(find(id));
+  forget(id);
+  updateGauges();
+}
+
+// Erases stream `id` with its state file and lock file (the lock held until both are gone).
+void StreamServer::forget(const std::string& id) {
+  std::optional<StreamLock> lock = std::move(streams_.at(id).lock);
   streams_.erase(id);
-  if (!options_.stateDir.empty()) {
+  if (lock) {
     std::error_code ec;
     fs::remove(statePath(id), ec);
+    lock->remove();
   }
-  updateGauges();
 }
 
 void StreamServer::spillAll() {

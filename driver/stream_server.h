@@ -38,8 +38,11 @@
 // back (torn, corrupt, another model) is left as it is, named in the log, and
 // its stream reported gone; a request that fails midway (a non-finite value)
 // leaves its stream gone too ("request_failed": its memory holds part of the
-// request). One server owns a state directory at a time (flock on
-// `<dir>/txlc-serve.lock`).
+// request). Several servers may share a state directory: each stream is
+// owned by one of them at a time (driver/stream_lock.h); a server lists the
+// unowned state files at start and takes over an unowned stream on its first
+// request (one spilled by a server that stopped), while a stream another
+// server owns answers 409 stream_owned_elsewhere.
 //
 //   StreamServer server(model, setting, {.maxResident = 8, .stateDir = "state"});
 //   server.submit("a", [](StreamServer& s) { s.create("a"); });
@@ -66,6 +69,7 @@
 #include "driver/model.h"
 #include "driver/sampler.h"
 #include "driver/setting.h"
+#include "driver/stream_lock.h"
 
 namespace txl::driver {
 
@@ -160,7 +164,8 @@ class StreamServer {
     std::unique_ptr<backend::Session> session;
     Pool* pool = nullptr;
     std::int64_t lane = -1;
-    Work* work = nullptr;  // the request in flight
+    Work* work = nullptr;            // the request in flight
+    std::optional<StreamLock> lock;  // with a state directory: this server owns the stream
     Clock::time_point lastUsed;
     std::chrono::system_clock::time_point lastUsedWall;
     bool resident() const { return session || pool; }
@@ -200,6 +205,7 @@ class StreamServer {
   void makeRoom(const std::string& keep);
   void evict(Stream& s, const std::string& reason);
   void drop(const std::string& id, const std::string& reason);
+  void forget(const std::string& id);
   ir::TensorMap stateOf(const Stream& s) const;
   std::int64_t memoryOf(const Stream& s) const;  // positions the resident stream remembers
   void spill(Stream& s);
@@ -208,6 +214,11 @@ class StreamServer {
   void touch(Stream& s);
   std::string statePath(const std::string& id) const;
   void scanStateDir();
+  // Lists the state file of stream `id` (whose lock is `lock`) as a spilled stream; txl::Error if it does not read.
+  Stream& listStateFile(const std::string& id, StreamLock lock);
+  // An unowned stream of the state directory, taken over; null when the directory has none of that id.
+  Stream* adopt(const std::string& id);
+  StreamLock claim(const std::string& id);  // ServeError 409 when another server owns `id`
   void updateGauges();
   nlohmann::json info(const Stream& s) const;
 
@@ -216,7 +227,6 @@ class StreamServer {
   StreamServerOptions options_;
   std::shared_ptr<const backend::CompiledModel> compiled_;
   std::int64_t perStreamBytes_ = 0;
-  int lockFd_ = -1;
   std::map<std::string, Stream> streams_;
   std::map<std::string, Tombstone> tombstones_;
   std::deque<std::string> tombstoneOrder_;

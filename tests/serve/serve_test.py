@@ -227,8 +227,11 @@ def case_spill():
     r2 = s.expect(200, "POST", "/v1/streams/a/score", {"tokens": ids[129:], "per_token": True})
     check(r2["restored"] is True and "restore_seconds" in r2, "restored: %r" % r2)
     check(served_sum([r1, r2]) == offline_score(ids)["nll_sum"], "spilled stream == offline")
+    s.expect(201, "POST", "/v1/streams", {"id": "c"})  # a, read back from its file, is spilled again
+    g = s.expect(200, "GET", "/v1/streams/a")
+    check(g["residency"] == "spilled" and g["position"] == len(ids), "a spilled again: %r" % g)
     status, text = s.call("GET", "/metrics")
-    check('txlc_stream_evictions_total{reason="capacity"} 2' in text, "capacity eviction counted:\n" + text)
+    check('txlc_stream_evictions_total{reason="capacity"} 3' in text, "capacity eviction counted:\n" + text)
     s.stop()
     # Without a state directory: dropped streams answer 410 with the reason and the position; idle eviction.
     s = Server("--max-resident", "1", "--stream-idle-s", "1", "--quiet", name="drop")
@@ -253,23 +256,35 @@ def case_restart():
     for sid in ("x", "y"):
         s.expect(201, "POST", "/v1/streams", {"id": sid})
         replies[sid] = [s.expect(200, "POST", "/v1/streams/%s/score" % sid, {"tokens": ids[:129], "per_token": True})]
-    # A second server on the same state directory is refused.
-    p = subprocess.run([TXLC, "serve", CHAR, "--port", "0", "--state-dir", state], capture_output=True, text=True,
-                       timeout=60)
-    check(p.returncode != 0 and "another server owns it" in p.stderr, "lock: %r" % p.stderr)
+    # A second server shares the directory: the streams the first owns answer 409 there.
+    t = Server("--state-dir", state, "--quiet", name="second")
+    e = t.expect(409, "GET", "/v1/streams/x")["error"]
+    check(e["type"] == "stream_owned_elsewhere", "owned elsewhere: %r" % e)
+    t.expect(409, "POST", "/v1/streams", {"id": "y"})
+    t.expect(201, "POST", "/v1/streams", {"id": "z"})
+    t.expect(200, "POST", "/v1/streams/z/score", {"tokens": ids[:129]})
+    s.expect(409, "GET", "/v1/streams/z")
     check(s.stop() == 0, "SIGTERM exits 0")
     check("spilled 2 stream(s)" in s.logtext(), "spilled at exit")
+    # The first server stopped: the second takes its streams over on their next request.
+    r = t.expect(200, "POST", "/v1/streams/x/score", {"tokens": ids[129:], "per_token": True, "expect_position": 129})
+    check(r["restored"], "taken over from the state file")
+    check(served_sum(replies["x"] + [r]) == offline_score(ids)["nll_sum"], "taken-over stream == offline")
+    check("took over stream x" in t.logtext(), "take-over logged")
+    check(t.stop() == 0, "second server: SIGTERM exits 0")
+    # A restart lists every state file as a spilled stream.
     s = Server("--state-dir", state, "--quiet", name="restarted")
-    for sid in ("x", "y"):
-        g = s.expect(200, "GET", "/v1/streams/" + sid)
-        check(g["position"] == 129 and g["residency"] == "spilled", "after restart: %r" % g)
-        r = s.expect(200, "POST", "/v1/streams/%s/score" % sid,
-                     {"tokens": ids[129:], "per_token": True, "expect_position": 129})
-        check(r["restored"], "restored")
-        replies[sid].append(r)
-        check(served_sum(replies[sid]) == offline_score(ids)["nll_sum"], "restarted stream == offline")
+    g = s.expect(200, "GET", "/v1/streams/x")
+    check(g["position"] == len(ids), "x after restart: %r" % g)
+    check(s.expect(200, "GET", "/v1/streams/z")["position"] == 129, "z after restart")
+    g = s.expect(200, "GET", "/v1/streams/y")
+    check(g["position"] == 129 and g["residency"] == "spilled", "after restart: %r" % g)
+    r = s.expect(200, "POST", "/v1/streams/y/score", {"tokens": ids[129:], "per_token": True, "expect_position": 129})
+    check(r["restored"], "restored")
+    check(served_sum(replies["y"] + [r]) == offline_score(ids)["nll_sum"], "restarted stream == offline")
     s.expect(200, "DELETE", "/v1/streams/x")
-    check(not os.path.exists(os.path.join(state, "x.state")), "DELETE removes the file")
+    check(not os.path.exists(os.path.join(state, "x.state")) and not os.path.exists(os.path.join(state, "x.lock")),
+          "DELETE removes the state and lock files")
     s.stop()
 
 
