@@ -4,29 +4,39 @@
 # reported as the median of every figure over the runs: the reproducible form
 # of `txlc bench`.
 #
-# Usage: scripts/bench.sh [--threads T] [--repeat N] [--segments S] [--precision LIST] [--txlc PATH]
+# Usage: scripts/bench.sh [--threads T] [--repeat N] [--segments S] [--precision LIST] [--txlc PATH] [--write FILE]
 #   defaults: 2 threads, 3 runs, 10 timed segments (20 at qlen 1), precision
 #   f32, build/tools/txlc. --precision f32,bf16 runs every benchmark at each
 #   precision within each round (alternated, so a slow spell hits all of them)
 #   and adds the ratio of tokens/s to f32's in the same rounds.
-# Prints one Markdown table on stdout (progress on stderr). Run it on a quiet
+# Prints one Markdown table on stdout (progress on stderr); --write FILE also
+# puts it, with the command, commit, date and machine, between FILE's lines
+# `<!-- scripts/bench.sh: begin -->` and `<!-- scripts/bench.sh: end -->`
+# (docs/PERFORMANCE.md's current figures), replacing what was there. Run it on a quiet
 # machine: OpenMP threads that share a core with another process wait out its
 # time slices, and the figures then measure the scheduler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-threads=2 repeat=3 segments=10 txlc=build/tools/txlc precisions=f32
+threads=2 repeat=3 segments=10 txlc=build/tools/txlc precisions=f32 write=""
+command_line="scripts/bench.sh $*"
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --write) write="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
     --segments) segments="$2"; shift 2 ;;
     --precision) precisions="$2"; shift 2 ;;
     --txlc) txlc="$2"; shift 2 ;;
-    *) echo "scripts/bench.sh: unknown option '$1'; expected --threads, --repeat, --segments, --precision or --txlc" >&2; exit 2 ;;
+    *) echo "scripts/bench.sh: unknown option '$1'; expected --threads, --repeat, --segments, --precision, --txlc or --write" >&2; exit 2 ;;
   esac
 done
 [[ -x "$txlc" ]] || { echo "scripts/bench.sh: $txlc: not an executable (build first: scripts/test.sh)" >&2; exit 2; }
+if [[ -n $write ]]; then
+  [[ -f $write ]] && grep -qx '<!-- scripts/bench.sh: begin -->' "$write" && grep -qx '<!-- scripts/bench.sh: end -->' "$write" ||
+    { echo "scripts/bench.sh: --write $write: expected a file with the lines '<!-- scripts/bench.sh: begin -->' and '<!-- scripts/bench.sh: end -->'" >&2; exit 2; }
+fi
+load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # name | arguments
 benchmarks=(
@@ -67,22 +77,40 @@ for ((r = 1; r <= repeat; r++)); do
   done
 done
 
-echo "| benchmark | precision | threads | runs | tokens/s | × f32 | median ms | avg ms | p90 ms | p95 ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-for i in "${!benchmarks[@]}"; do
-  name="${benchmarks[$i]%%|*}"
-  for p in "${precision_list[@]}"; do
-    med() { echo "${values[$i,$p,$1]}" | median; }
-    mib() { awk -v b="$(med "$1")" 'BEGIN { if (b == "-") print "-"; else printf "%.1f", b / 1048576 }'; }
-    ratio="-"
-    if [[ -n ${values[$i,f32,tokens_per_s]:-} ]]; then
-      ratio=$(awk -v a="$(med tokens_per_s)" -v b="$(echo "${values[$i,f32,tokens_per_s]}" | median)" \
-        'BEGIN { printf "%.2f", a / b }')
-    fi
-    printf "| %s | %s | %s | %s | %.1f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$p" \
-      "$threads" "$repeat" "$(med tokens_per_s)" "$ratio" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p90_ms)" \
-      "$(med p95_ms)" "$(med p99_ms)" "$(med efficiency)" \
-      "$(med memory_floor_ratio | awk '{ if ($1 == "-") print "-"; else printf "%.2f", $1 }')" \
-      "$(mib peak_rss_bytes)" "$(mib rss_budget_bytes)"
+table() {
+  echo "| benchmark | precision | threads | runs | tokens/s | × f32 | median ms | avg ms | p90 ms | p95 ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  for i in "${!benchmarks[@]}"; do
+    name="${benchmarks[$i]%%|*}"
+    for p in "${precision_list[@]}"; do
+      med() { echo "${values[$i,$p,$1]}" | median; }
+      mib() { awk -v b="$(med "$1")" 'BEGIN { if (b == "-") print "-"; else printf "%.1f", b / 1048576 }'; }
+      ratio="-"
+      if [[ -n ${values[$i,f32,tokens_per_s]:-} ]]; then
+        ratio=$(awk -v a="$(med tokens_per_s)" -v b="$(echo "${values[$i,f32,tokens_per_s]}" | median)" \
+          'BEGIN { printf "%.2f", a / b }')
+      fi
+      printf "| %s | %s | %s | %s | %.1f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$p" \
+        "$threads" "$repeat" "$(med tokens_per_s)" "$ratio" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p90_ms)" \
+        "$(med p95_ms)" "$(med p99_ms)" "$(med efficiency)" \
+        "$(med memory_floor_ratio | awk '{ if ($1 == "-") print "-"; else printf "%.2f", $1 }')" \
+        "$(mib peak_rss_bytes)" "$(mib rss_budget_bytes)"
+    done
   done
-done
+}
+table >"$tmp/table.md"
+cat "$tmp/table.md"
+if [[ -n $write ]]; then
+  {
+    echo "\`$command_line\` on $(git rev-parse --short HEAD 2>/dev/null || echo "an unknown commit")$(git diff --quiet HEAD 2>/dev/null || echo " with changes"), $(date -u +%Y-%m-%d),"
+    echo "$(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), load average $load_at_start at the start:"
+    echo
+    cat "$tmp/table.md"
+  } >"$tmp/section.md"
+  awk -v section="$tmp/section.md" '
+    $0 == "<!-- scripts/bench.sh: end -->" { while ((getline line < section) > 0) print line; print ""; skip = 0 }
+    !skip { print }
+    $0 == "<!-- scripts/bench.sh: begin -->" { skip = 1; print "" }' "$write" >"$tmp/doc.md"
+  cp "$tmp/doc.md" "$write.tmp.$$" && mv "$write.tmp.$$" "$write"
+  echo "scripts/bench.sh: wrote the table into $write" >&2
+fi
