@@ -41,6 +41,21 @@ grep -q "warning: --prompt: 1 unknown word, read as <unk>" "$T/gen.err"
 cmp -s "$T/from_artifact.ir" "$T/from_model.ir" || { echo "inspect of the artifact differs from the model's"; exit 1; }
 grep -q "rel_attention" "$T/from_artifact.ir"
 
+# The executable serves the model it carries: a stream scored over HTTP (curl, 127.0.0.1) as score does.
+if command -v curl > /dev/null; then
+  (cd / && exec "$T/kjv" serve --port 0 --quiet > "$T/addr" 2> "$T/serve.err") &
+  pid=$!
+  for _ in $(seq 100); do grep -q listening "$T/addr" 2> /dev/null && break; sleep 0.1; done
+  url=$(sed -n 's/^listening on //p' "$T/addr")
+  [ -n "$url" ] || { echo "the executable's server did not start: $(cat "$T/serve.err")"; kill $pid; exit 1; }
+  curl -sf -XPOST "$url/v1/streams" -d '{"id":"s"}' > /dev/null
+  served=$(curl -sf -XPOST "$url/v1/streams/s/score" -d '{"text":"In the beginning God created the heaven"}')
+  kill $pid
+  wait $pid || true
+  echo "served: $served"
+  echo "$served" | grep -q '"tokens":38'
+fi
+
 # A corrupted copy of the executable's artifact is refused with one line.
 cp "$T/kjv" "$T/bad"
 size=$(wc -c < "$T/bad")
