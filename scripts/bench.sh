@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/bench.sh - the performance benchmarks of docs/PERFORMANCE.md, each
-# run several times (a fresh txlc process per run, in rounds of all four),
+# run several times (a fresh txlc process per run, in rounds of all of them),
 # reported as the median of every figure over the runs: the reproducible form
 # of `txlc bench`.
 #
@@ -42,6 +42,8 @@ load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 benchmarks=(
   "enwik8 base, qlen 80, mem 2100|bench/enwik8_base.json --segments $segments"
   "enwik8 base, qlen 1, mem 2100|bench/enwik8_base.json --qlen 1 --segments $((2 * segments))"
+  "enwik8 base, qlen 1, batch 8, mem 2100|bench/enwik8_base.json --qlen 1 --batch 8 --segments $((2 * segments))"
+  "enwik8 base, qlen 1, batch 32, mem 2100|bench/enwik8_base.json --qlen 1 --batch 32 --segments $((2 * segments))"
   "WT103 base + NLL, qlen 64, mem 640|bench/wt103_base.json --nll --segments $segments"
   "small, batch 8, qlen 128, mem 128|bench/small_b8.json --batch 8 --segments $segments"
 )
