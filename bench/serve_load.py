@@ -2,7 +2,9 @@
 """bench/serve_load.py - concurrent generation streams against `txlc serve`, over loopback.
 
 Starts a server (port 0, 127.0.0.1), fills each stream's memory (one score
-request of mem_len + 1 random tokens), then for every stream count N runs N
+request of mem_len + 1 random tokens), runs one short unmeasured round per
+stream count (compiling the plans and pools the rounds use), then for every
+stream count N runs N
 streamed generations at once (server-sent events, python3-aiohttp), every one
 continuing its stream greedily for --tokens tokens. The stream counts are
 alternated over --rounds rounds (ascending, then descending) and each figure is
@@ -144,6 +146,8 @@ async def round_of(session, url, n, tokens):
 
 async def main(args):
     counts = [int(x) for x in args.streams.split(",")]
+    with open("/proc/loadavg") as f:
+        load_at_start = " ".join(f.read().split()[:3])
     server = Server(args, max(counts))
     out = 0
     try:
@@ -161,6 +165,8 @@ async def main(args):
                 await call(session, server.url, "POST", "/v1/streams", {"id": sid})
                 ids = [rng.randrange(model["n_token"]) for _ in range(model["mem_len"] + 1)]
                 await call(session, server.url, "POST", "/v1/streams/%s/score" % sid, {"tokens": ids})
+            for n in counts:  # compiles every plan and pool the rounds use; not measured
+                await round_of(session, server.url, n, 4)
             figures = {n: [] for n in counts}
             for r in range(args.rounds):
                 for n in (counts if r % 2 == 0 else counts[::-1]):
@@ -176,9 +182,11 @@ async def main(args):
                 bound = n * (weights + state) / (weights + n * state)
                 ratio = f["tokens_per_s"] / one if one else float("nan")
                 rows.append({"streams": n, **f, "x_one": ratio, "bound": bound, "of_bound": ratio / bound})
+            rss = server.rss_kib() * 1024
             if args.format == "json":
                 print(json.dumps({"model": model["id"], "precision": precision, "mem_len": model["mem_len"],
-                                  "tokens": args.tokens, "rounds": args.rounds, "rows": rows}, indent=1))
+                                  "tokens": args.tokens, "rounds": args.rounds, "server_rss_bytes": rss,
+                                  "rows": rows}, indent=1))
             else:
                 print("| streams | tokens/s | x one | bound | of bound | TTFT ms | inter-token p50 ms | p99 ms "
                       "| streams per step |")
@@ -187,6 +195,9 @@ async def main(args):
                     print("| %d | %.1f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.2f |" % (
                         r["streams"], r["tokens_per_s"], r["x_one"], r["bound"], r["of_bound"], r["ttft"] * 1e3,
                         r["gap50"] * 1e3, r["gap99"] * 1e3, r["per_step"]))
+                print()
+                print("Server RSS after the rounds: %.1f MiB; load average at the start: %s." % (
+                    rss / 2**20, load_at_start))
             if args.soak > 0:
                 n = max(counts)
                 log("serve_load: soak, %d streams for %d s" % (n, args.soak))
