@@ -422,9 +422,11 @@ class Server {
           };
           std::int64_t previous = g->prompt.empty() ? -1 : g->prompt.back();
           bool open = true;
-          for (;;) {
+          std::int64_t sent = 0;
+          for (;;) {  // until the generation ends: its last token, or its result (a stop, an error)
             const bool finished = result->wait_for(std::chrono::milliseconds(0)) == std::future_status::ready;
             for (const auto& [token, position] : events->take(finished ? 0 : 50)) {
+              ++sent;
               json e = {{"token", token}, {"position", position}};
               if (vocab) e["text"] = vocab->decodeToken(token, previous);
               previous = token;
@@ -433,7 +435,7 @@ class Server {
                 events->leave();  // the generation stops at its next token; what was chosen stays
               }
             }
-            if (finished) break;
+            if (finished || sent == g->maxTokens) break;
           }
           try {
             json r = result->get();
