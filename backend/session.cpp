@@ -38,7 +38,7 @@ ir::Shape withRows(const SlotLayout& slot, std::int64_t rows) {
 
 Session::Session(std::shared_ptr<const CompiledModel> model) : model_(std::move(model)) {
   const ModelInfo& info = model_->info();
-  capacity_ = info.memLen > 0 ? 2 * info.memLen + std::max<std::int64_t>(info.qlen, 1) : 0;
+  capacity_ = stateWindowRows(info.memLen, info.qlen);
   start_ = info.memLen;
   for (const SlotLayout& slot : layout()) {
     buffers_.push_back(ir::Tensor::zeros({slot.dtype, withRows(slot, capacity_)}));
@@ -156,7 +156,7 @@ void Session::ensureRoom(std::int64_t klen) {
   const ModelInfo& info = model_->info();
   const std::int64_t dest = info.memLen - mlen_;  // room for a warm-up plan's padding rows
   if (dest + klen > capacity_) {                  // a segment longer than the windows were sized for: grow once
-    std::int64_t capacity = 2 * info.memLen + klen;
+    std::int64_t capacity = stateWindowRows(info.memLen, klen);
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
       ir::Tensor grown = ir::Tensor::zeros({layout()[i].dtype, withRows(layout()[i], capacity)});
       std::memcpy(static_cast<char*>(grown.raw()) + rowBytes(i, dest), rowPtr(i, start_), rowBytes(i, mlen_));

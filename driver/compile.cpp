@@ -324,7 +324,7 @@ MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s)
   for (const ir::MemorySlot& slot : memorySlots(spec, s)) {
     double row = double(ir::dtypeSize(slot.dtype));
     for (std::int64_t d : slot.rowShape) row *= double(d);
-    e.state += (2 * m + q) * row;
+    e.state += double(backend::stateWindowRows(s.memLen, s.qlen)) * row;
   }
   if (spec.attn_type == 0 && s.resolved.foldsPositions)
     e.tables = double(spec.n_layer + 1) * (m + std::max<double>(q, double(spec.tgt_len))) * double(spec.d_model) * f32;
