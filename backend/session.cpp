@@ -38,7 +38,7 @@ ir::Shape withRows(const SlotLayout& slot, std::int64_t rows) {
 
 Session::Session(std::shared_ptr<const CompiledModel> model) : model_(std::move(model)) {
   const ModelInfo& info = model_->info();
-  capacity_ = info.memLen > 0 ? 2 * info.memLen + std::max<std::int64_t>(info.qlen, 1) : 0;
+  capacity_ = stateWindowRows(info.memLen, info.qlen);
   start_ = info.memLen;
   for (const SlotLayout& slot : layout()) {
     buffers_.push_back(ir::Tensor::zeros({slot.dtype, withRows(slot, capacity_)}));
@@ -113,12 +113,10 @@ ir::Tensor Session::memory(std::int64_t slot) const {
   throw Error("the model has no memory slot " + std::to_string(slot));
 }
 
-SegmentPlan CompiledModel::compileSegment(const SegmentKey& key) const {
+SegmentPlan CompiledModel::compileSegment(const ir::Segment& segment) const {
   ExecutorConstants folder(weights(), constants(), executor());
-  const ir::Graph graph = buildGraph(key, &folder);
-  const ModelInfo& i = info();
-  ir::SegmentSignature abi{i.batch,         key.qlen,   key.mlen,     i.memLen, i.dModel, i.nToken, key.outputs.logprob,
-                           key.outputs.nll, key.padded, stateLayout()};
+  const ir::Graph graph = buildGraph(segment, &folder);
+  ir::SegmentSignature abi{segment, info().dModel, info().nToken, stateLayout()};
   const std::optional<std::string> problem = ir::verifySegment(graph, abi);
   TXL_CHECK(!problem, "a segment graph breaks the segment ABI: " + problem.value_or(""));
   SegmentPlan plan{std::make_unique<TensorMap>(folder.takeWeights()), nullptr};
@@ -126,9 +124,9 @@ SegmentPlan CompiledModel::compileSegment(const SegmentKey& key) const {
   return plan;
 }
 
-CompiledGraph& Session::plan(const SegmentKey& key) {
-  auto it = plans_.find(key);
-  if (it == plans_.end()) it = plans_.emplace(key, model_->compileSegment(key)).first;
+CompiledGraph& Session::plan(const ir::Segment& segment) {
+  auto it = plans_.find(segment);
+  if (it == plans_.end()) it = plans_.emplace(segment, model_->compileSegment(segment)).first;
   return *it->second.graph;
 }
 
@@ -156,7 +154,7 @@ void Session::ensureRoom(std::int64_t klen) {
   const ModelInfo& info = model_->info();
   const std::int64_t dest = info.memLen - mlen_;  // room for a warm-up plan's padding rows
   if (dest + klen > capacity_) {                  // a segment longer than the windows were sized for: grow once
-    std::int64_t capacity = 2 * info.memLen + klen;
+    std::int64_t capacity = stateWindowRows(info.memLen, klen);
     for (std::size_t i = 0; i < buffers_.size(); ++i) {
       ir::Tensor grown = ir::Tensor::zeros({layout()[i].dtype, withRows(layout()[i], capacity)});
       std::memcpy(static_cast<char*>(grown.raw()) + rowBytes(i, dest), rowPtr(i, start_), rowBytes(i, mlen_));
@@ -189,7 +187,7 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
   const std::int64_t fewest = *std::min_element(streamMlen_.begin(), streamMlen_.end());
   const bool padded = info.padWarmup && (padAlways_ || fewest < info.memLen);
   const std::int64_t planMlen = padded ? info.memLen : mlen_, pad = planMlen - mlen_;
-  lastKey_ = SegmentKey{qlen, planMlen, SegmentOutputs{logprob, targets != nullptr}, padded};
+  lastKey_ = info.segment(qlen, planMlen, logprob, targets != nullptr, padded);
   CompiledGraph& p = plan(lastKey_);
   lastPlan_ = &p;  // for profilers (Session::lastPlan)
 
@@ -224,7 +222,7 @@ ForwardResult Session::forward(const ir::Tensor& tokens, const ir::Tensor* targe
       if (layout()[i].windowed) continue;
       // The plan keeps the last min(mem_len, planMlen + qlen) rows; padding comes first.
       const ir::Tensor& fresh = out.at(slotNames_[i]);
-      TXL_CHECK(fresh.shape()[0] == std::min(info.memLen, planMlen + qlen), "memory update of unexpected length");
+      TXL_CHECK(fresh.shape()[0] == lastKey_.kept(), "memory update of unexpected length");
       std::memmove(rowPtr(i, newStart), static_cast<const char*>(fresh.raw()) + rowBytes(i, fresh.shape()[0] - newMlen),
                    rowBytes(i, newMlen));
       rowsMoved_ += newMlen;

@@ -23,13 +23,14 @@
 // rows [start, start + mlen), with at least mem_len - mlen rows before it, so
 // that a warm-up segment can run the padded plan of mlen = mem_len over rows
 // [start - (mem_len - mlen), start + mlen + qlen), the padding masked
-// (SegmentKey::padded; their contents are finite leftovers or zeros, never
+// (ir::Segment::padded; their contents are finite leftovers or zeros, never
 // read into a result). A windowed slot's plan appends the segment's
 // rows right behind it, attention reads [memory | segment] in place, and the
 // session only moves `start`; when the window reaches the end of the buffer
-// the memory is moved to the front once. With capacity 2·mem_len + qlen that
-// costs mem_len rows every mem_len / qlen segments: O(qlen) rows per segment,
-// whatever mem_len is (stateRowsMoved() counts them).
+// the memory is moved to the front once. With capacity 2·mem_len + qlen
+// (stateWindowRows, backend/state_layout.h) that costs mem_len rows every
+// mem_len / qlen segments: O(qlen) rows per segment, whatever mem_len is
+// (stateRowsMoved() counts them).
 //
 // The streams share the window, but each remembers its own number of
 // positions (streamMlen(b) <= mlen()): resetStream(b) starts stream b afresh
@@ -55,6 +56,7 @@
 #include "backend/constant_folding.h"
 #include "backend/executor.h"
 #include "backend/state_layout.h"
+#include "ir/segment.h"
 
 namespace txl::backend {
 
@@ -65,9 +67,11 @@ struct ModelInfo {
   std::int64_t nToken = 0;
   std::int64_t memLen = 0;  // memory kept after each segment
   std::int64_t batch = 1;
-  std::int64_t qlen = 1;  // the usual segment length (sizes the state windows)
+  std::int64_t qlen = 1;       // the usual segment length (sizes the state windows)
+  std::int64_t clampLen = -1;  // clamp_len of every segment graph
+  bool sameLength = false;     // same_length of every segment graph
   // Warm-up segments (mlen < memLen) run the padded graph of mlen = memLen
-  // (frontend::SegmentShape::padded): one plan per qlen, not one per mlen.
+  // (ir::Segment::padded): one plan per qlen, not one per mlen.
   bool padWarmup = false;
   // A stream starts with memLen remembered positions per slot, each holding
   // the slot's initial row (CompiledModel::initialRow: Hugging Face's zero
@@ -77,31 +81,19 @@ struct ModelInfo {
   // The memory slots every segment graph has (ir/segment_abi.h), declared by
   // whoever makes the model (driver::memorySlots) and checked against each graph.
   std::vector<SlotLayout> memory;
-};
 
-// What one segment graph computes besides the hidden state.
-struct SegmentOutputs {
-  bool logprob = true;
-  bool nll = true;
-  friend auto operator<=>(const SegmentOutputs&, const SegmentOutputs&) = default;
-};
-
-// One segment graph: qlen tokens against mlen remembered positions, of which
-// the first may be padding when `padded` (masked by the input "pad_mask"
-// f32[mlen + qlen], 1 for a padding key).
-struct SegmentKey {
-  std::int64_t qlen = 1;
-  std::int64_t mlen = 0;
-  SegmentOutputs outputs;
-  bool padded = false;
-  friend auto operator<=>(const SegmentKey&, const SegmentKey&) = default;
+  // The segment of this model's batch, mem_len, clamp_len and same_length:
+  // qlen tokens against mlen remembered positions (ir/segment.h).
+  ir::Segment segment(std::int64_t qlen, std::int64_t mlen, bool logprob, bool nll, bool padded = false) const {
+    return ir::Segment{batch, qlen, mlen, memLen, clampLen, sameLength, logprob, nll, padded};
+  }
 };
 
 // Builds the (optimized) graph of one segment. With `constants`, the graph is
 // the one to compile: its pipeline ends with fold-constants through them
 // (PassContext::constants; passes::foldConstants for a graph optimized
 // earlier). Must be safe to call from several threads.
-using GraphFactory = std::function<ir::Graph(const SegmentKey& key, ir::ConstantEvaluator* constants)>;
+using GraphFactory = std::function<ir::Graph(const ir::Segment& segment, ir::ConstantEvaluator* constants)>;
 // The content of one remembered position of a slot's initial memory, f32[slot.rowShape]
 // (ModelInfo::fullInitialMemory); called once per slot and model.
 using InitialRowFactory = std::function<ir::Tensor(const SlotLayout& slot)>;
@@ -126,12 +118,12 @@ class CompiledModel {
   const TensorMap& weights() const { return weights_; }
   Executor& executor() const { return *executor_; }
   // The optimized graph of one segment; folded through `constants` when given.
-  ir::Graph buildGraph(const SegmentKey& key, ir::ConstantEvaluator* constants = nullptr) const {
-    return factory_(key, constants);
+  ir::Graph buildGraph(const ir::Segment& segment, ir::ConstantEvaluator* constants = nullptr) const {
+    return factory_(segment, constants);
   }
   const InitialRowFactory& initialRowFactory() const { return initialRowFactory_; }
   // Builds (folding its constants) and compiles the graph of one segment (what a Session caches per shape).
-  SegmentPlan compileSegment(const SegmentKey& key) const;
+  SegmentPlan compileSegment(const ir::Segment& segment) const;
   // Constant values (folded at plan-compile time) shared by every plan.
   ConstantCache& constants() const { return constants_; }
   // The memory slots of this model's graphs (ModelInfo::memory).
@@ -223,11 +215,11 @@ class Session {
   // The plan the last forward() ran (null before the first), for profilers.
   CompiledGraph* lastPlan() const { return lastPlan_; }
   // Its segment (meaningful once lastPlan() is not null).
-  const SegmentKey& lastKey() const { return lastKey_; }
+  const ir::Segment& lastKey() const { return lastKey_; }
   const CompiledModel& model() const { return *model_; }
 
  private:
-  CompiledGraph& plan(const SegmentKey& key);
+  CompiledGraph& plan(const ir::Segment& segment);
   void checkIds(const ir::Tensor& ids, const char* what, std::int64_t qlen) const;
   // Makes room for a window of klen rows at start_: moves the memory to the
   // front, or grows the buffers.
@@ -240,7 +232,7 @@ class Session {
   void bindRows(std::size_t index, std::int64_t first, std::int64_t count);
 
   std::shared_ptr<const CompiledModel> model_;
-  std::map<SegmentKey, SegmentPlan> plans_;
+  std::map<ir::Segment, SegmentPlan> plans_;
   std::vector<ir::Tensor> buffers_;  // per layout slot, [capacity_, row shape] of the slot's dtype
   std::int64_t capacity_ = 0;
   std::int64_t start_ = 0;  // the memory is rows [start_, start_ + mlen_); start_ >= memLen - mlen_
@@ -249,7 +241,7 @@ class Session {
   bool padAlways_ = false;
   std::uint64_t rowsMoved_ = 0;
   CompiledGraph* lastPlan_ = nullptr;
-  SegmentKey lastKey_;
+  ir::Segment lastKey_;
   // The inputs of the last forward, updated in place: once a stream is warm,
   // forward() allocates nothing (tests/session/no_allocation_test.cpp). An
   // entry a plan does not take ("targets" of a plan without NLL) is ignored.

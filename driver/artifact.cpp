@@ -78,11 +78,11 @@ WeightLayout layoutWeights(const ir::TensorMap& weights) {
 nlohmann::json manifestJson(const Artifact& a, const WeightLayout& layout) {
   nlohmann::json graphs = nlohmann::json::array();
   for (const auto& g : a.graphs)
-    graphs.push_back({{"qlen", g.qlen},
-                      {"mlen", g.mlen},
-                      {"logprob", g.logprob},
-                      {"nll", g.nll},
-                      {"padded", g.padded},
+    graphs.push_back({{"qlen", g.segment.qlen},
+                      {"mlen", g.segment.mlen},
+                      {"logprob", g.segment.logprob},
+                      {"nll", g.segment.nll},
+                      {"padded", g.segment.padded},
                       {"role", g.role},
                       {"hash", hex64(g.hash)},
                       {"graph", g.graph}});
@@ -276,11 +276,11 @@ Artifact parseArtifact(std::shared_ptr<const void> owner, const std::byte* data,
     const std::string ptr = "/graphs/" + std::to_string(i);
     const auto& g = graphs[i];
     StoredGraph sg;
-    sg.qlen = r.integer(g, ptr, "qlen");
-    sg.mlen = r.integer(g, ptr, "mlen");
-    sg.logprob = r.boolean(g, ptr, "logprob");
-    sg.nll = r.boolean(g, ptr, "nll");
-    sg.padded = r.boolean(g, ptr, "padded");
+    // The manifest records what varies between an artifact's graphs; the rest is the setting's.
+    sg.segment = segmentOf(a.setting, r.integer(g, ptr, "qlen"), r.integer(g, ptr, "mlen"));
+    sg.segment.logprob = r.boolean(g, ptr, "logprob");
+    sg.segment.nll = r.boolean(g, ptr, "nll");
+    sg.segment.padded = r.boolean(g, ptr, "padded");
     sg.role = r.string(g, ptr, "role");
     sg.graph = r.at(g, ptr, "graph");
     sg.hash = contentHash(sg.graph.dump().data(), sg.graph.dump().size());

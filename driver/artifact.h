@@ -27,6 +27,7 @@
 
 #include "driver/setting.h"
 #include "frontend/model_spec.h"
+#include "ir/segment.h"
 #include "ir/tensor.h"
 
 namespace txl::driver {
@@ -41,11 +42,11 @@ inline constexpr const char* kTxlcVersion = "0.1.0";
 // main graph to check it, whatever --backend the run then uses.
 inline constexpr const char* kArtifactTarget = "onednn";
 
-// One optimized segment graph, stored as graph JSON (ir/json_io.h).
+// One optimized segment graph, stored as graph JSON (ir/json_io.h). The
+// manifest records the segment's qlen, mlen, logprob, nll and padded; its
+// batch, mem_len, clamp_len and same_length are the artifact's setting's.
 struct StoredGraph {
-  std::int64_t qlen = 0, mlen = 0;
-  bool logprob = false, nll = false;
-  bool padded = false;     // the padded warm-up graph (backend::SegmentKey::padded)
+  ir::Segment segment;
   std::string role;        // "score", "score-warmup", "step", "step-warmup": why it is stored
   nlohmann::json graph;    // txlc-graph/1
   std::uint64_t hash = 0;  // ContentHash of graph.dump()

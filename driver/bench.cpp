@@ -359,7 +359,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.tokensPerSStddev = stddevOf(r.tokensPerSRuns, r.tokensPerS);
 
   // FLOPs of the first timed shape (the memory may still grow without prefill).
-  FlopCount flops = countFlops(model->buildGraph({r.qlen, r.mlen, {false, o.nll}, false}));
+  FlopCount flops = countFlops(model->buildGraph(model->info().segment(r.qlen, r.mlen, false, o.nll)));
   r.usefulFlops = flops.useful;
   r.graphFlops = flops.graph;
   r.usefulGflops = flops.useful / (r.latency.avg / 1e3) / 1e9;

@@ -257,8 +257,13 @@ const ir::TargetInfo* targetInfo(const std::string& backend) {
   return isOnednn(backend) ? &onednn : nullptr;
 }
 
-frontend::SegmentShape segmentShape(const Setting& s, const backend::SegmentKey& key) {
-  return frontend::SegmentShape{s.batch, key.qlen, key.mlen, s.memLen, s.clampLen, s.sameLength, key.padded};
+ir::Segment segmentOf(const Setting& s, std::int64_t qlen, std::int64_t mlen) {
+  return ir::Segment{.batch = s.batch,
+                     .qlen = qlen,
+                     .mlen = mlen,
+                     .memLen = s.memLen,
+                     .clampLen = s.clampLen,
+                     .sameLength = s.sameLength};
 }
 
 std::vector<ir::MemorySlot> memorySlots(const frontend::ModelSpec& spec, const Setting& s) {
@@ -281,35 +286,26 @@ backend::ModelInfo modelInfo(const frontend::ModelSpec& spec, const Setting& s) 
                             s.memLen,
                             s.batch,
                             s.qlen,
+                            s.clampLen,
+                            s.sameLength,
                             spec.attn_type == 0 && s.memLen > 0,
                             s.initialMemory == frontend::InitialMemory::Zeros && s.memLen > 0,
                             memorySlots(spec, s)};
 }
 
-ir::SegmentSignature segmentSignature(const frontend::ModelSpec& spec, const Setting& s,
-                                      const backend::SegmentKey& key) {
-  return ir::SegmentSignature{s.batch,
-                              key.qlen,
-                              key.mlen,
-                              s.memLen,
-                              spec.d_model,
-                              spec.n_token,
-                              key.outputs.logprob,
-                              key.outputs.nll,
-                              key.padded,
-                              memorySlots(spec, s)};
+ir::SegmentSignature segmentSignature(const frontend::ModelSpec& spec, const Setting& s, const ir::Segment& segment) {
+  return ir::SegmentSignature{segment, spec.d_model, spec.n_token, memorySlots(spec, s)};
 }
 
-ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s, const backend::SegmentKey& key,
+ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s, const ir::Segment& segment,
                               ir::PassContext* ctx) {
-  const frontend::SegmentShape shape = segmentShape(s, key);
-  ir::Graph g = frontend::buildSegmentGraph(spec, shape, {key.outputs.logprob, key.outputs.nll});
+  ir::Graph g = frontend::buildSegmentGraph(spec, segment);
   ir::PassContext local;
   ir::PassContext& c = ctx ? *ctx : local;
   c.target = targetInfo(s.backend);
   // fold-positions: one table for the longest klen a stream of this model meets.
-  if (!c.maxKlen) c.maxKlen = std::max(shape.klen(), shape.memLen + spec.tgt_len);
-  c.segment = segmentSignature(spec, s, key);
+  if (!c.maxKlen) c.maxKlen = std::max(segment.klen(), segment.memLen + spec.tgt_len);
+  c.segment = segmentSignature(spec, s, segment);
   c.segment->memory.reset();  // the slots change form during the pipeline; the session checks the result
   passes::runPipeline(g, s.resolved, s.pipeline.manager, c);
   return g;
@@ -324,7 +320,7 @@ MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s)
   for (const ir::MemorySlot& slot : memorySlots(spec, s)) {
     double row = double(ir::dtypeSize(slot.dtype));
     for (std::int64_t d : slot.rowShape) row *= double(d);
-    e.state += (2 * m + q) * row;
+    e.state += double(backend::stateWindowRows(s.memLen, s.qlen)) * row;
   }
   if (spec.attn_type == 0 && s.resolved.foldsPositions)
     e.tables = double(spec.n_layer + 1) * (m + std::max<double>(q, double(spec.tgt_len))) * double(spec.d_model) * f32;
@@ -376,13 +372,20 @@ std::vector<ArtifactBucket> artifactBuckets(const frontend::ModelSpec& spec, con
   // step, at full memory and padded.
   const std::int64_t Q = setting.qlen, M = setting.memLen;
   const bool pad = spec.attn_type == 0 && M > 0;
-  std::vector<ArtifactBucket> buckets = {{{Q, M, {false, true}, false}, "score"}};
-  if (pad) buckets.push_back({{Q, M, {false, true}, true}, "score-warmup"});
+  auto segment = [&](std::int64_t qlen, std::int64_t mlen, bool step, bool padded) {
+    ir::Segment g = segmentOf(setting, qlen, mlen);
+    g.logprob = step;  // generation's step samples from the log-probabilities
+    g.nll = !step;     // scoring needs the NLL alone
+    g.padded = padded;
+    return g;
+  };
+  std::vector<ArtifactBucket> buckets = {{segment(Q, M, false, false), "score"}};
+  if (pad) buckets.push_back({segment(Q, M, false, true), "score-warmup"});
   else
     for (std::int64_t mlen = 0; mlen < M; mlen = std::min(M, mlen + Q))
-      buckets.push_back({{Q, mlen, {false, true}, false}, "score-warmup"});
-  buckets.push_back({{1, M, {true, false}, false}, "step"});
-  if (pad) buckets.push_back({{1, M, {true, false}, true}, "step-warmup"});
+      buckets.push_back({segment(Q, mlen, false, false), "score-warmup"});
+  buckets.push_back({segment(1, M, true, false), "step"});
+  if (pad) buckets.push_back({segment(1, M, true, true), "step-warmup"});
   return buckets;
 }
 
@@ -407,13 +410,12 @@ void verifyStoredGraphs(const Artifact& artifact, const std::string& path) {
     const StoredGraph& g = artifact.graphs[i];
     const ArtifactBucket& b = buckets[i];
     const std::string where = path + ": manifest /graphs/" + std::to_string(i) + " (" + quote(g.role) + ", qlen " +
-                              std::to_string(g.qlen) + ", mlen " + std::to_string(g.mlen) + ")";
-    if (g.qlen != b.key.qlen || g.mlen != b.key.mlen || g.padded != b.key.padded ||
-        g.logprob != b.key.outputs.logprob || g.nll != b.key.outputs.nll || g.role != b.role)
-      throw Error(where + ": expected the \"" + b.role + "\" graph of qlen " + std::to_string(b.key.qlen) + ", mlen " +
-                  std::to_string(b.key.mlen) + (b.key.padded ? ", padded" : "") + " for the stored setting");
-    const std::string rebuilt =
-        ir::toJson(buildOptimizedGraph(artifact.spec, stored, {g.qlen, g.mlen, {g.logprob, g.nll}, g.padded})).dump();
+                              std::to_string(g.segment.qlen) + ", mlen " + std::to_string(g.segment.mlen) + ")";
+    if (g.segment != b.segment || g.role != b.role)
+      throw Error(where + ": expected the \"" + b.role + "\" graph of qlen " + std::to_string(b.segment.qlen) +
+                  ", mlen " + std::to_string(b.segment.mlen) + (b.segment.padded ? ", padded" : "") +
+                  " for the stored setting");
+    const std::string rebuilt = ir::toJson(buildOptimizedGraph(artifact.spec, stored, g.segment)).dump();
     if (rebuilt != g.graph.dump())
       throw Error(where + ": not the graph this txlc (" + std::string(kTxlcVersion) +
                   ") builds from the stored spec, setting and passes; the artifact was altered, or compiled by "
@@ -436,10 +438,10 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
   }
   const frontend::ModelSpec spec = m.spec;
   if (!m.artifact) {
-    auto factory = [spec, s](const backend::SegmentKey& key, ir::ConstantEvaluator* constants) {
+    auto factory = [spec, s](const ir::Segment& segment, ir::ConstantEvaluator* constants) {
       ir::PassContext ctx;
       ctx.constants = constants;
-      return buildOptimizedGraph(spec, s, key, &ctx);
+      return buildOptimizedGraph(spec, s, segment, &ctx);
     };
     return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, makeExecutor(s.backend), factory,
                                                     initialRows(spec, s, m.weights));
@@ -453,20 +455,19 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
   // stored spec, setting and passes, and must be the same graph, byte for
   // byte. Only then is it used, and a rebuilt shape is trusted too.
   verifyStoredGraphs(*artifact, path);
-  auto factory = [=](const backend::SegmentKey& key, ir::ConstantEvaluator* constants) {
+  auto factory = [=](const ir::Segment& segment, ir::ConstantEvaluator* constants) {
     if (sameSetting)
       for (const StoredGraph& g : artifact->graphs)
-        if (g.qlen == key.qlen && g.mlen == key.mlen && g.padded == key.padded && g.logprob == key.outputs.logprob &&
-            g.nll == key.outputs.nll) {
+        if (g.segment == segment) {
           ir::Graph stored =
-              ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(key.qlen) + " mlen " +
-                                        std::to_string(key.mlen) + (key.padded ? " padded" : ""));
+              ir::fromJson(g.graph, path + ": manifest graph qlen " + std::to_string(segment.qlen) + " mlen " +
+                                        std::to_string(segment.mlen) + (segment.padded ? " padded" : ""));
           passes::foldConstants(stored, constants);
           return stored;
         }
     ir::PassContext ctx;
     ctx.constants = constants;
-    return buildOptimizedGraph(spec, s, key, &ctx);
+    return buildOptimizedGraph(spec, s, segment, &ctx);
   };
   return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, makeExecutor(s.backend), factory,
                                                   initialRows(spec, s, m.weights));
@@ -491,9 +492,8 @@ Artifact buildArtifact(const Model& m, const Setting& setting) {
   Setting build = setting;  // the run's pipeline diagnostics (--print-after-all ...), the artifact's target
   build.backend = kArtifactTarget;
   for (const ArtifactBucket& b : artifactBuckets(m.spec, setting)) {
-    const ir::Graph g = buildOptimizedGraph(m.spec, build, b.key);
-    StoredGraph sg{b.key.qlen,   b.key.mlen, b.key.outputs.logprob, b.key.outputs.nll,
-                   b.key.padded, b.role,     ir::toJson(g),         0};
+    const ir::Graph g = buildOptimizedGraph(m.spec, build, b.segment);
+    StoredGraph sg{b.segment, b.role, ir::toJson(g), 0};
     const std::string text = sg.graph.dump();
     sg.hash = contentHash(text.data(), text.size());
     a.graphs.push_back(std::move(sg));

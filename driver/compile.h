@@ -25,6 +25,7 @@
 #include "driver/model.h"
 #include "driver/setting.h"
 #include "frontend/graph_builder.h"
+#include "ir/segment.h"
 #include "ir/segment_abi.h"
 #include "ir/target_info.h"
 
@@ -96,8 +97,9 @@ std::shared_ptr<backend::Executor> makeExecutor(const std::string& backend);
 // (the interpreter runs every form alike); txl::Error for another name.
 const ir::TargetInfo* targetInfo(const std::string& backend);
 
-// The shape of segment `key`'s graph under `s`.
-frontend::SegmentShape segmentShape(const Setting& s, const backend::SegmentKey& key);
+// The segment of qlen tokens against mlen remembered positions under `s`
+// (its batch, mem_len, clamp_len, same_length): both outputs, no padding.
+ir::Segment segmentOf(const Setting& s, std::int64_t qlen, std::int64_t mlen);
 // The memory slots every segment graph of `s` has (ir/segment_abi.h): none
 // without memory; in the hidden form slots 0..n_layer of [batch, d_model];
 // in the kv form (cache-projected-memory before any window-memory) slots
@@ -105,14 +107,13 @@ frontend::SegmentShape segmentShape(const Setting& s, const backend::SegmentKey&
 std::vector<ir::MemorySlot> memorySlots(const frontend::ModelSpec& spec, const Setting& s);
 // What the session knows of the model under `s`.
 backend::ModelInfo modelInfo(const frontend::ModelSpec& spec, const Setting& s);
-// The segment ABI of `key`'s graph under `s` (memory: memorySlots()).
-ir::SegmentSignature segmentSignature(const frontend::ModelSpec& spec, const Setting& s,
-                                      const backend::SegmentKey& key);
+// The segment ABI of `segment`'s graph under `s` (memory: memorySlots()).
+ir::SegmentSignature segmentSignature(const frontend::ModelSpec& spec, const Setting& s, const ir::Segment& segment);
 
-// Builds the graph of segment `key` and runs the pipeline of `s` on it, for
+// Builds the graph of `segment` and runs the pipeline of `s` on it, for
 // the target of `s.backend`; the segment ABI is checked after the frontend
 // and after every pass. `ctx` (optional) collects the passes' remarks.
-ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s, const backend::SegmentKey& key,
+ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s, const ir::Segment& segment,
                               ir::PassContext* ctx = nullptr);
 
 // --- memory ------------------------------------------------------------------
@@ -125,7 +126,7 @@ ir::Graph buildOptimizedGraph(const frontend::ModelSpec& spec, const Setting& s,
 // The graphs an artifact of `spec` under `setting` stores, in order
 // (docs/ARTIFACT.md, "Shape buckets").
 struct ArtifactBucket {
-  backend::SegmentKey key;
+  ir::Segment segment;
   const char* role;
 };
 std::vector<ArtifactBucket> artifactBuckets(const frontend::ModelSpec& spec, const Setting& setting);

@@ -77,28 +77,30 @@ void setInspectOutputs(InspectRequest& r, const std::string& outputs) {
   r.nll = outputs.find("nll") != std::string::npos;
 }
 
-backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const InspectRequest& r) {
+std::int64_t inspectQlen(const frontend::ModelSpec& spec, const InspectRequest& r) {
   if (r.qlen && *r.qlen < 1) throw Error("--qlen: expected a positive integer, got " + std::to_string(*r.qlen));
   if (r.mlen && (*r.mlen < 0 || *r.mlen > spec.mem_len))
     throw Error("--mlen: expected an integer in [0, mem_len " + std::to_string(spec.mem_len) + "], got " +
                 std::to_string(*r.mlen));
-  backend::SegmentKey key{r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1)),
-                          r.mlen.value_or(spec.mem_len),
-                          {r.logprob, r.nll},
-                          false};
-  if (spec.attn_type == 2 && !r.mlen) key.mlen = 0;
-  return key;
+  return r.qlen.value_or(std::max<std::int64_t>(spec.tgt_len, 1));
+}
+
+ir::Segment inspectSegment(const frontend::ModelSpec& spec, const Setting& setting, const InspectRequest& r) {
+  const std::int64_t mlen = spec.attn_type == 2 && !r.mlen ? 0 : r.mlen.value_or(spec.mem_len);
+  ir::Segment segment = segmentOf(setting, inspectQlen(spec, r), mlen);
+  segment.logprob = r.logprob;
+  segment.nll = r.nll;
+  return segment;
 }
 
 namespace {
 
 // The spec's own setting (an artifact's too: inspect shows what its spec builds), batch and qlen as asked.
 Setting inspectSetting(const frontend::ModelSpec& spec, const SettingChoice& choice,
-                       const ir::PassManagerOptions& diagnostics, const InspectRequest& r,
-                       const backend::SegmentKey& key) {
+                       const ir::PassManagerOptions& diagnostics, const InspectRequest& r) {
   SettingChoice c = choice;
   c.batch = r.batch;
-  c.qlen = key.qlen;
+  c.qlen = inspectQlen(spec, r);
   // Checked there: every size reaching a shape, before anything is built.
   Setting setting = resolveSetting(modelFrom(spec, {}), c, /*run=*/false);
   setting.pipeline.manager = diagnostics;
@@ -129,11 +131,11 @@ std::string renumberNodes(const std::string& text, const ir::Graph& g) {
 std::string inspectModel(const frontend::ModelSpec& spec, const SettingChoice& choice,
                          const ir::PassManagerOptions& diagnostics, const InspectRequest& r) {
   checkInspectRequest(r);
-  const backend::SegmentKey key = inspectSegment(spec, r);
-  const Setting setting = inspectSetting(spec, choice, diagnostics, r, key);
-  const ir::Graph input = frontend::buildSegmentGraph(spec, segmentShape(setting, key));
+  const Setting setting = inspectSetting(spec, choice, diagnostics, r);
+  const ir::Segment segment = inspectSegment(spec, setting, r);
+  const ir::Graph input = frontend::buildSegmentGraph(spec, segment);
   ir::PassContext ctx;
-  const ir::Graph optimized = buildOptimizedGraph(spec, setting, key, &ctx);
+  const ir::Graph optimized = buildOptimizedGraph(spec, setting, segment, &ctx);
 
   if (r.stats) {
     GraphStats in = graphStats(input, false), opt = graphStats(optimized, true);

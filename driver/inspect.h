@@ -20,6 +20,7 @@
 #include "backend/session.h"
 #include "driver/setting.h"
 #include "frontend/model_spec.h"
+#include "ir/segment.h"
 
 namespace txl::driver {
 
@@ -43,11 +44,14 @@ void setInspectOutputs(InspectRequest& r, const std::string& outputs);
 // The choices of --outputs, for the command line's own check.
 inline const char* const kInspectOutputs[] = {"logprob,nll", "nll,logprob", "nll", "logprob", "hidden"};
 inline constexpr const char* kInspectOutputsExpected = "'logprob,nll', 'nll', 'logprob' or 'hidden'";
-// The segment inspect shows, and plans with --memory-plan: qlen tokens
-// (default: the spec's tgt_len) against mlen remembered positions (default:
-// mem_len, the steady state; 0 for attn_type 2), the outputs asked, unpadded.
-// txl::Error naming --qlen or --mlen when out of range.
-backend::SegmentKey inspectSegment(const frontend::ModelSpec& spec, const InspectRequest& r);
+// The qlen of the segment inspect shows: --qlen, default the spec's tgt_len
+// (the setting to inspect under is made with it). txl::Error naming --qlen
+// or --mlen when out of range.
+std::int64_t inspectQlen(const frontend::ModelSpec& spec, const InspectRequest& r);
+// The segment inspect shows, and plans with --memory-plan, under `setting`:
+// inspectQlen() tokens against mlen remembered positions (default: mem_len,
+// the steady state; 0 for attn_type 2), the outputs asked, unpadded.
+ir::Segment inspectSegment(const frontend::ModelSpec& spec, const Setting& setting, const InspectRequest& r);
 // `text` with every "node <id>" (the backend's labels name nodes by
 // ir::OpData::id) as the %N that `g` prints for that node: the graph
 // compiled folds its constant subgraphs, so its own numbering would not

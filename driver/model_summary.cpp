@@ -95,11 +95,11 @@ nlohmann::json describeModel(const Model& m) {
     nlohmann::json graphs = nlohmann::json::array();
     for (const StoredGraph& g : m.artifact->graphs)
       graphs.push_back({{"role", g.role},
-                        {"qlen", g.qlen},
-                        {"mlen", g.mlen},
-                        {"logprob", g.logprob},
-                        {"nll", g.nll},
-                        {"padded", g.padded},
+                        {"qlen", g.segment.qlen},
+                        {"mlen", g.segment.mlen},
+                        {"logprob", g.segment.logprob},
+                        {"nll", g.segment.nll},
+                        {"padded", g.segment.padded},
                         {"nodes", g.graph.contains("nodes") ? g.graph["nodes"].size() : 0}});
     d["graphs"] = graphs;
   }

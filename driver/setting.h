@@ -4,7 +4,7 @@
 // the model's own: an artifact's compiled setting, else the spec's; a caller
 // overrides what its user asked for; checkSetting() refuses a bad one) and
 // then drives everything downstream: the shapes of the segment graphs
-// (frontend::SegmentShape), the pipeline they go through, the executor and
+// (ir::Segment, driver::segmentOf), the pipeline they go through, the executor and
 // its threads, and what the session knows of the model (backend::ModelInfo).
 // Those narrower structs are derived from it in driver/compile.cpp, never
 // filled by hand.

@@ -24,17 +24,22 @@ using ir::OpKind;
 using ir::Shape;
 using Ints = std::vector<std::int64_t>;
 
-SegmentShape defaultShape(const ModelSpec& spec, std::int64_t batch, std::int64_t qlen, std::int64_t mlen) {
-  return SegmentShape{batch, qlen, mlen, spec.mem_len, spec.clamp_len, spec.same_length};
+ir::Segment defaultSegment(const ModelSpec& spec, std::int64_t batch, std::int64_t qlen, std::int64_t mlen) {
+  return ir::Segment{.batch = batch,
+                     .qlen = qlen,
+                     .mlen = mlen,
+                     .memLen = spec.mem_len,
+                     .clampLen = spec.clamp_len,
+                     .sameLength = spec.same_length};
 }
 
 namespace {
 
 class Builder {
  public:
-  Builder(const ModelSpec& spec, const SegmentShape& shape) : s_(spec), sh_(shape), g_("txl_segment") {}
+  Builder(const ModelSpec& spec, const ir::Segment& segment) : s_(spec), sh_(segment), g_("txl_segment") {}
 
-  ir::Graph build(const GraphOutputs& outputs) {
+  ir::Graph build() {
     Node tokens = g_.addInput(ir::kTokens, {DType::I64, {sh_.qlen, sh_.batch}});
     Node h = embedding(tokens);
     Node pos = pos_encoding();
@@ -50,25 +55,24 @@ class Builder {
       h = feedForward(l, h);
     }
     g_.addOutput(ir::kHidden, h);
-    if (outputs.logprob || outputs.nll) {
+    if (sh_.logprob || sh_.nll) {
       Node logprob = logSoftmaxOutput(h);
-      if (outputs.logprob) g_.addOutput(ir::kLogprob, logprob);
-      if (outputs.nll) {
+      if (sh_.logprob) g_.addOutput(ir::kLogprob, logprob);
+      if (sh_.nll) {
         Node targets = g_.addInput(ir::kTargets, {DType::I64, {sh_.qlen, sh_.batch}});
         g_.addOutput(ir::kNll, scale(g_.add(OpKind::Pick, {logprob, targets}), -1.0));
       }
     }
     ir::verifyOrThrow(g_, "internal error: the literal graph is invalid");
-    ir::verifySegmentOrThrow(g_, signature(outputs), "internal error: the literal graph breaks the segment ABI");
+    ir::verifySegmentOrThrow(g_, signature(), "internal error: the literal graph breaks the segment ABI");
     return std::move(g_);
   }
 
  private:
   // The literal graph's side of the segment ABI: the hidden memory form,
   // slots 0..n_layer of [batch, d_model].
-  ir::SegmentSignature signature(const GraphOutputs& outputs) const {
-    ir::SegmentSignature sig{sh_.batch,  sh_.qlen,        sh_.mlen,    sh_.memLen, s_.d_model,
-                             s_.n_token, outputs.logprob, outputs.nll, sh_.padded, std::vector<ir::MemorySlot>{}};
+  ir::SegmentSignature signature() const {
+    ir::SegmentSignature sig{sh_, s_.d_model, s_.n_token, std::vector<ir::MemorySlot>{}};
     if (sh_.memLen > 0)
       for (std::int64_t l = 0; l <= s_.n_layer; ++l) sig.memory->push_back({l, {sh_.batch, s_.d_model}, false});
     return sig;
@@ -269,24 +273,25 @@ class Builder {
   }
 
   const ModelSpec& s_;
-  SegmentShape sh_;
+  ir::Segment sh_;
   ir::Graph g_;
   std::optional<Node> padMask_;  // the "pad_mask" input of a padded segment
 };
 
 }  // namespace
 
-ir::Graph buildSegmentGraph(const ModelSpec& spec, const SegmentShape& shape, const GraphOutputs& outputs) {
+ir::Graph buildSegmentGraph(const ModelSpec& spec, const ir::Segment& segment) {
   auto bad = [&](const std::string& what) { throw Error(spec.source + ": cannot build a segment: " + what); };
-  if (shape.batch < 1) bad("batch must be at least 1, got " + std::to_string(shape.batch));
-  if (shape.qlen < 1) bad("qlen must be at least 1, got " + std::to_string(shape.qlen));
-  if (shape.mlen < 0 || shape.mlen > shape.memLen)
-    bad("mlen must be in [0, mem_len " + std::to_string(shape.memLen) + "], got " + std::to_string(shape.mlen));
-  if (shape.sameLength && shape.memLen == 0 && spec.semantics == Semantics::Authors)
+  if (segment.batch < 1) bad("batch must be at least 1, got " + std::to_string(segment.batch));
+  if (segment.qlen < 1) bad("qlen must be at least 1, got " + std::to_string(segment.qlen));
+  if (segment.mlen < 0 || segment.mlen > segment.memLen)
+    bad("mlen must be in [0, mem_len " + std::to_string(segment.memLen) + "], got " + std::to_string(segment.mlen));
+  if (segment.sameLength && segment.memLen == 0 && spec.semantics == Semantics::Authors)
     bad("same_length needs mem_len > 0 (every key would be masked, which the authors' semantics leaves undefined)");
-  if (spec.attn_type == 2 && shape.memLen > 0) bad("attn_type 2 with mem_len > 0 is not supported");
-  if (shape.padded && (spec.attn_type != 0 || shape.mlen == 0)) bad("a padded segment needs attn_type 0 and mlen > 0");
-  return Builder(spec, shape).build(outputs);
+  if (spec.attn_type == 2 && segment.memLen > 0) bad("attn_type 2 with mem_len > 0 is not supported");
+  if (segment.padded && (spec.attn_type != 0 || segment.mlen == 0))
+    bad("a padded segment needs attn_type 0 and mlen > 0");
+  return Builder(spec, segment).build();
 }
 
 }  // namespace txl::frontend

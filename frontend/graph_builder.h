@@ -22,36 +22,16 @@
 
 #include "frontend/model_spec.h"
 #include "ir/graph.h"
+#include "ir/segment.h"
 
 namespace txl::frontend {
 
-// The shapes and run-time settings one segment graph is built for.
-struct SegmentShape {
-  std::int64_t batch = 1;
-  std::int64_t qlen = 1;
-  std::int64_t mlen = 0;       // positions in memory when the segment starts
-  std::int64_t memLen = 0;     // mem_len in force (memory kept after the segment)
-  std::int64_t clampLen = -1;  // clamp_len in force
-  bool sameLength = false;
-  // The first of the mlen remembered positions may be padding: a run-time
-  // input "pad_mask" f32[batch, 1, 1, klen] (1: a padding key of that
-  // stream, so that each stream may remember fewer positions) masks them after the
-  // attention mask. A session runs every warm-up segment (fewer than mem_len
-  // positions remembered) on the padded graph of mlen = mem_len, one plan
-  // per qlen instead of one per (qlen, mlen) (docs/MEMORY.md).
-  bool padded = false;
-  std::int64_t klen() const { return mlen + qlen; }
-};
+// The segment of `batch` streams, `qlen` tokens against `mlen` remembered
+// positions, with the settings the spec trains with: its own mem_len,
+// clamp_len, same_length; both outputs, no padding.
+ir::Segment defaultSegment(const ModelSpec& spec, std::int64_t batch, std::int64_t qlen, std::int64_t mlen);
 
-// The settings a spec trains with: its own mem_len, clamp_len, same_length.
-SegmentShape defaultShape(const ModelSpec& spec, std::int64_t batch, std::int64_t qlen, std::int64_t mlen);
-
-struct GraphOutputs {
-  bool logprob = true;  // the full log-probabilities
-  bool nll = true;      // the NLL of "targets" (adds the "targets" input)
-};
-
-// Throws txl::Error if the shape is invalid for the spec (mlen > memLen, ...).
-ir::Graph buildSegmentGraph(const ModelSpec& spec, const SegmentShape& shape, const GraphOutputs& outputs = {});
+// Throws txl::Error if the segment is invalid for the spec (mlen > memLen, ...).
+ir::Graph buildSegmentGraph(const ModelSpec& spec, const ir::Segment& segment);
 
 }  // namespace txl::frontend

@@ -52,16 +52,17 @@ std::string slotsStr(const std::vector<MemorySlot>& slots) {
   return "[" + s + "]";
 }
 
-std::optional<std::string> check(const Graph& g, const SegmentSignature& s) {
+std::optional<std::string> check(const Graph& g, const SegmentSignature& sig) {
+  const Segment& s = sig.segment;
   std::map<std::string, TensorType> inputs, outputs;
   inputs[kTokens] = {DType::I64, {s.qlen, s.batch}};
   if (s.nll) inputs[kTargets] = {DType::I64, {s.qlen, s.batch}};
-  if (s.padded) inputs[kPadMask] = {DType::F32, {s.batch, 1, 1, s.mlen + s.qlen}};
-  outputs[kHidden] = {DType::F32, {s.qlen, s.batch, s.dModel}};
-  if (s.logprob) outputs[kLogprob] = {DType::F32, {s.qlen, s.batch, s.nToken}};
+  if (s.padded) inputs[kPadMask] = {DType::F32, {s.batch, 1, 1, s.klen()}};
+  outputs[kHidden] = {DType::F32, {s.qlen, s.batch, sig.dModel}};
+  if (s.logprob) outputs[kLogprob] = {DType::F32, {s.qlen, s.batch, sig.nToken}};
   if (s.nll) outputs[kNll] = {DType::F32, {s.qlen, s.batch}};
   std::set<std::string> seenIn, seenOut;
-  const std::int64_t kept = std::min(s.memLen, s.mlen + s.qlen);
+  const std::int64_t kept = s.kept();
   for (Node n : g.nodes()) {
     const OpData& op = g.op(n);
     switch (op.kind) {
@@ -106,9 +107,9 @@ std::optional<std::string> check(const Graph& g, const SegmentSignature& s) {
     if (!seenIn.count(name)) return "input '" + name + "' " + type.str() + " is missing";
   for (const auto& [name, type] : outputs)
     if (!seenOut.count(name)) return "output '" + name + "' " + type.str() + " is missing";
-  if (s.memory && s.mlen > 0) {
+  if (sig.memory && s.mlen > 0) {
     std::vector<MemorySlot> got = memorySlots(g);
-    if (got != *s.memory) return "memory slots " + slotsStr(got) + ", expected the model's " + slotsStr(*s.memory);
+    if (got != *sig.memory) return "memory slots " + slotsStr(got) + ", expected the model's " + slotsStr(*sig.memory);
   }
   return std::nullopt;
 }

@@ -19,11 +19,11 @@
 // slot 0 is the embedding, slot l the output of layer l-1 and slot n_layer
 // the final hidden state, [batch, d_model] each; in the kv form slot l holds
 // layer l's projected keys and values, [batch, 2·H·D]. verifySegment()
-// checks a graph against a SegmentSignature: the frontend after building,
-// the pass manager after every pass (PassContext::segment), the session
-// before compiling a plan.
+// checks a graph against a SegmentSignature (the Segment, ir/segment.h, and
+// the model's sizes): the frontend after building, the pass manager after
+// every pass (PassContext::segment), the session before compiling a plan.
 //
-//   SegmentSignature s{.batch = 2, .qlen = 8, .mlen = 16, .memLen = 16, .dModel = 64, .nToken = 100};
+//   SegmentSignature s{.segment = {.batch = 2, .qlen = 8, .mlen = 16, .memLen = 16}, .dModel = 64, .nToken = 100};
 //   if (auto problem = verifySegment(g, s)) ...
 #pragma once
 
@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/segment.h"
 
 namespace txl::ir {
 
@@ -67,15 +68,9 @@ std::vector<MemorySlot> memorySlots(const Graph& g);
 
 // What one segment graph must take and give.
 struct SegmentSignature {
-  std::int64_t batch = 1;
-  std::int64_t qlen = 1;
-  std::int64_t mlen = 0;    // remembered positions the graph reads
-  std::int64_t memLen = 0;  // positions kept after the segment
+  Segment segment;  // the sizes, and the inputs and outputs it has (nll: "targets", "nll"; padded: "pad_mask")
   std::int64_t dModel = 0;
   std::int64_t nToken = 0;
-  bool logprob = true;  // outputs "logprob"
-  bool nll = true;      // takes "targets", outputs "nll"
-  bool padded = false;  // takes "pad_mask"
   // The slots, when the model declares them (checked as a set at mlen > 0;
   // a graph at mlen 0 reads none and may leave out what it would only read).
   std::optional<std::vector<MemorySlot>> memory;

@@ -96,13 +96,14 @@ std::string memoryPlanReport(const Options& o) {
   const Model m = openModel(o.model, so);
   // The segment the graph report shows (driver/inspect.h), so that the
   // labels' %N are the value numbers of `txlc inspect`'s graph.
-  const backend::SegmentKey key = inspectSegment(m.spec, request(o));
-  const std::int64_t mlen = key.mlen;
+  const InspectRequest r = request(o);
   SettingChoice c = choice;  // an artifact keeps its passes (compile uses them)
   c.batch = o.batch;
-  c.qlen = key.qlen;
+  c.qlen = inspectQlen(m.spec, r);
   Setting setting = resolveSetting(m, c, /*run=*/false);
   o.pipeline.applyDiagnostics(setting);
+  const ir::Segment key = inspectSegment(m.spec, setting, r);
+  const std::int64_t mlen = key.mlen;
   auto model = compile(m, setting);
   backend::SegmentPlan segment = model->compileSegment(key);
   // The graph `txlc inspect` prints for this segment: the compiled one

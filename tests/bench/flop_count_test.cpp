@@ -22,7 +22,9 @@ driver::FlopCount flopsWith(const frontend::ModelSpec& spec, const std::optional
   setting.pipeline.disabled = std::move(disabled);
   driver::resolvePipeline(setting);
   setting.backend = target;
-  const ir::Graph g = driver::buildOptimizedGraph(spec, setting, {qlen, 160, {false, false}, false});
+  ir::Segment segment = driver::segmentOf(setting, qlen, 160);
+  segment.logprob = segment.nll = false;
+  const ir::Graph g = driver::buildOptimizedGraph(spec, setting, segment);
   return driver::countFlops(g);
 }
 

@@ -110,7 +110,7 @@ TEST_CASE("session graphs ask the executor's target which fusions run fast", "[b
   const auto fused = [&](const char* backendName, std::int64_t qlen) {
     setting.backend = backendName;
     auto model = driver::compile(dm, setting);
-    const ir::Graph g = model->buildGraph({qlen, 160, {true, false}, false});
+    const ir::Graph g = model->buildGraph(model->info().segment(qlen, 160, true, false));
     int n = 0;
     for (ir::Node node : g.nodes()) n += g.kind(node) == ir::OpKind::RelAttention;
     return n;

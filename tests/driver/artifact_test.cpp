@@ -12,6 +12,7 @@
 #include "frontend/model_loader.h"
 #include "ir/check.h"
 #include "driver/artifact.h"
+#include "driver/compile.h"
 #include "driver/content_hash.h"
 
 using namespace txl;
@@ -34,7 +35,9 @@ Artifact tinyArtifact() {
   resolvePipeline(a.setting);
   a.vocabulary = nlohmann::json{{"type", "char"}, {"symbols", {"a"}}};
   a.cpuIsa = "test";
-  StoredGraph g{64, 64, false, true, false, "score", nlohmann::json{{"format", "txlc-graph/1"}}, 0};
+  ir::Segment score = segmentOf(a.setting, 64, 64);
+  score.logprob = false;
+  StoredGraph g{score, "score", nlohmann::json{{"format", "txlc-graph/1"}}, 0};
   g.hash = contentHash(g.graph.dump().data(), g.graph.dump().size());
   a.graphs.push_back(g);
   return a;

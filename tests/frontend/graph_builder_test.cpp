@@ -29,7 +29,7 @@ TEST_CASE("the literal graph of a tiny model matches its golden text") {
   nlohmann::json j = {{"n_token", 10}, {"n_layer", 1}, {"n_head", 2},  {"d_model", 4},        {"d_head", 2},
                       {"d_inner", 8},  {"tgt_len", 2}, {"mem_len", 2}, {"same_length", true}, {"clamp_len", 2}};
   frontend::ModelSpec spec = frontend::parseModelSpec(j, "tiny.json");
-  ir::Graph g = frontend::buildSegmentGraph(spec, frontend::defaultShape(spec, 1, 2, 1));
+  ir::Graph g = frontend::buildSegmentGraph(spec, frontend::defaultSegment(spec, 1, 2, 1));
   std::string text = ir::print(g);
   const std::string golden = std::string(TXL_TEST_DATA_DIR) + "/frontend/data/tiny_graph.golden.ir";
   if (std::getenv("TXL_UPDATE_GOLDEN")) std::ofstream(golden) << text;
@@ -47,8 +47,8 @@ TEST_CASE("every segment of every conformance case builds a verified graph") {
     frontend::ModelSpec spec = frontend::parseModelSpec(c["config"], "case.json");
     for (const auto& seg : c["segments"]) {
       ir::Graph g = frontend::buildSegmentGraph(
-          spec, frontend::defaultShape(spec, c["batch"].get<std::int64_t>(), seg["qlen"].get<std::int64_t>(),
-                                       seg["mlen"].get<std::int64_t>()));
+          spec, frontend::defaultSegment(spec, c["batch"].get<std::int64_t>(), seg["qlen"].get<std::int64_t>(),
+                                         seg["mlen"].get<std::int64_t>()));
       CHECK(!ir::verify(g));
       CHECK(ir::print(ir::parse(ir::print(g))) == ir::print(g));
       ++graphs;
@@ -61,8 +61,8 @@ TEST_CASE("a segment shape the spec cannot take is one clear error") {
   nlohmann::json j = {{"n_token", 10}, {"n_layer", 1}, {"n_head", 2},  {"d_model", 4},
                       {"d_head", 2},   {"d_inner", 8}, {"tgt_len", 2}, {"mem_len", 2}};
   frontend::ModelSpec spec = frontend::parseModelSpec(j, "tiny.json");
-  CHECK_THROWS_WITH(frontend::buildSegmentGraph(spec, frontend::defaultShape(spec, 1, 2, 3)),
+  CHECK_THROWS_WITH(frontend::buildSegmentGraph(spec, frontend::defaultSegment(spec, 1, 2, 3)),
                     "tiny.json: cannot build a segment: mlen must be in [0, mem_len 2], got 3");
-  CHECK_THROWS_WITH(frontend::buildSegmentGraph(spec, frontend::defaultShape(spec, 1, 0, 0)),
+  CHECK_THROWS_WITH(frontend::buildSegmentGraph(spec, frontend::defaultSegment(spec, 1, 0, 0)),
                     "tiny.json: cannot build a segment: qlen must be at least 1, got 0");
 }

@@ -10,12 +10,14 @@ namespace {
 
 // A stand-in segment graph: qlen 2, batch 1, d_model 4, n_token 5, one
 // memory slot of 3 remembered rows, a hidden output and (when asked) nll.
-struct Segment {
+struct StandIn {
   Graph g;
-  SegmentSignature sig{1, 2, 3, 3, 4, 5, /*logprob=*/false, /*nll=*/false, /*padded=*/false, std::nullopt};
+  SegmentSignature sig{.segment = {.batch = 1, .qlen = 2, .mlen = 3, .memLen = 3, .logprob = false, .nll = false},
+                       .dModel = 4,
+                       .nToken = 5};
 
-  explicit Segment(bool nll = false, bool hiddenOk = true) {
-    sig.nll = nll;
+  explicit StandIn(bool nll = false, bool hiddenOk = true) {
+    sig.segment.nll = nll;
     g.addInput(kTokens, {DType::I64, {2, 1}});
     Node mem = g.add(OpKind::MemRead, {}, {{"slot", std::int64_t(0)}}, TensorType{DType::F32, {3, 1, 4}});
     Node h = g.addWeight("h", {DType::F32, {2, 1, hiddenOk ? 4 : 3}});
@@ -35,7 +37,7 @@ struct Segment {
 }  // namespace
 
 TEST_CASE("segment ABI: a graph that keeps it passes, with its memory slots") {
-  Segment s(/*nll=*/true);
+  StandIn s(/*nll=*/true);
   CHECK(!verifySegment(s.g, s.sig));
   CHECK(memoryName(7) == "mem.7");
   const std::vector<MemorySlot> slots = memorySlots(s.g);
@@ -46,32 +48,32 @@ TEST_CASE("segment ABI: a graph that keeps it passes, with its memory slots") {
 }
 
 TEST_CASE("segment ABI: names the output of the wrong type, the missing input and the extra one") {
-  Segment wrong(false, /*hiddenOk=*/false);
+  StandIn wrong(false, /*hiddenOk=*/false);
   auto problem = verifySegment(wrong.g, wrong.sig);
   REQUIRE(problem);
   CHECK(*problem == "output 'hidden': expected f32[2,1,4], got f32[2,1,3]");
 
-  Segment noNll(/*nll=*/false);
-  noNll.sig.nll = true;  // the signature wants targets and nll
+  StandIn noNll(/*nll=*/false);
+  noNll.sig.segment.nll = true;  // the signature wants targets and nll
   problem = verifySegment(noNll.g, noNll.sig);
   REQUIRE(problem);
   CHECK(*problem == "input 'targets' i64[2,1] is missing");
 
-  Segment extra(/*nll=*/true);
-  extra.sig.nll = false;
+  StandIn extra(/*nll=*/true);
+  extra.sig.segment.nll = false;
   problem = verifySegment(extra.g, extra.sig);
   REQUIRE(problem);
   CHECK(*problem == "input 'targets' is not in the signature");
 }
 
 TEST_CASE("segment ABI: memory rows and slots must match the signature") {
-  Segment s;
-  s.sig.mlen = 2;  // the graph reads 3 rows
+  StandIn s;
+  s.sig.segment.mlen = 2;  // the graph reads 3 rows
   auto problem = verifySegment(s.g, s.sig);
   REQUIRE(problem);
   CHECK(*problem == "mem_read of slot 0: expected 2 rows (mlen), got f32[3,1,4]");
 
-  Segment t;
+  StandIn t;
   t.sig.memory = std::vector<MemorySlot>{{0, {1, 8}, false}};
   problem = verifySegment(t.g, t.sig);
   REQUIRE(problem);

@@ -101,7 +101,7 @@ TEST_CASE("the default pipeline keeps whole segment graphs equal on both executo
   for (const Case& c : cases()) {
     for (auto [qlen, mlen] : c.shapes) {
       DYNAMIC_SECTION(c.name << ", qlen " << qlen << ", mlen " << mlen) {
-        frontend::SegmentShape shape = frontend::defaultShape(c.spec, 2, qlen, mlen);
+        ir::Segment shape = frontend::defaultSegment(c.spec, 2, qlen, mlen);
         ir::Graph literal = frontend::buildSegmentGraph(c.spec, shape);
         ir::Graph optimized = literal;
         ir::PassContext ctx;
@@ -164,7 +164,7 @@ TEST_CASE("the default pipeline keeps whole segment graphs equal on both executo
 TEST_CASE("every pass can be disabled on its own without changing the outputs") {
   auto reference = backend::makeReferenceExecutor();
   const Case c = cases()[0];
-  frontend::SegmentShape shape = frontend::defaultShape(c.spec, 1, 3, 4);
+  ir::Segment shape = frontend::defaultSegment(c.spec, 1, 3, 4);
   ir::Graph literal = frontend::buildSegmentGraph(c.spec, shape);
   auto weights = testing::randomWeights(literal, 5);
   auto inputs = inputsFor(literal, c.spec, 5);
@@ -201,8 +201,9 @@ TEST_CASE("fuse-nll: the NLL without log-probabilities, targets at every cluster
   };
   for (const Case& c : nllCases) {
     DYNAMIC_SECTION(c.name) {
-      frontend::SegmentShape shape = frontend::defaultShape(c.spec, 4, 3, 4);
-      ir::Graph literal = frontend::buildSegmentGraph(c.spec, shape, frontend::GraphOutputs{false, true});
+      ir::Segment shape = frontend::defaultSegment(c.spec, 4, 3, 4);
+      shape.logprob = false;
+      ir::Graph literal = frontend::buildSegmentGraph(c.spec, shape);
       ir::Graph optimized = literal;
       ir::PassContext ctx;
       ctx.maxKlen = shape.memLen + c.spec.tgt_len;
@@ -236,7 +237,7 @@ TEST_CASE("fuse-nll does not fire when the graph also outputs the log-probabilit
   const Case c{"div_val 1, cutoffs 10 and 20",
                spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"tie_projs", {false, false, false}}}),
                {}};
-  frontend::SegmentShape shape = frontend::defaultShape(c.spec, 1, 3, 4);
+  ir::Segment shape = frontend::defaultSegment(c.spec, 1, 3, 4);
   ir::Graph g = frontend::buildSegmentGraph(c.spec, shape);  // logprob and nll
   ir::PassContext ctx;
   ctx.maxKlen = shape.memLen + c.spec.tgt_len;

@@ -46,7 +46,7 @@ struct Cost {
 };
 
 Cost pipelineCost(const frontend::ModelSpec& s, std::int64_t qlen, const ir::TargetInfo* target) {
-  ir::Graph g = frontend::buildSegmentGraph(s, frontend::defaultShape(s, 1, qlen, s.mem_len));
+  ir::Graph g = frontend::buildSegmentGraph(s, frontend::defaultSegment(s, 1, qlen, s.mem_len));
   ir::PassContext ctx;
   ctx.target = target;
   const std::uint64_t before = passes::Rewriter::visits();

@@ -148,7 +148,7 @@ std::shared_ptr<backend::CompiledModel> unpadded(const std::shared_ptr<backend::
   std::shared_ptr<backend::Executor> executor(std::shared_ptr<backend::Executor>{}, &model->executor());
   return std::make_shared<backend::CompiledModel>(
       info, model->weights(), executor,
-      [model](const backend::SegmentKey& k, ir::ConstantEvaluator* c) { return model->buildGraph(k, c); });
+      [model](const ir::Segment& k, ir::ConstantEvaluator* c) { return model->buildGraph(k, c); });
 }
 
 }  // namespace
@@ -242,7 +242,7 @@ TEST_CASE("driver: the declared memory slots are the optimized graphs' slots", "
                         << ", form " << driver::memoryForm(s));
       REQUIRE(!declared.empty());
       for (const std::int64_t mlen : {std::int64_t(3), std::int64_t(6)})
-        CHECK(ir::memorySlots(driver::buildOptimizedGraph(spec, s, {2, mlen, {true, true}, false})) == declared);
+        CHECK(ir::memorySlots(driver::buildOptimizedGraph(spec, s, driver::segmentOf(s, 2, mlen))) == declared);
     }
 }
 
