@@ -10,25 +10,12 @@ namespace txl::backend {
 
 namespace {
 
-// The own kernel (rel_attention.h) takes D <= 64. At a few query rows the
-// unfused lowering is faster: its matmuls read k and v in place through
-// strided views (onednn_placement.cpp) and p · V runs on txl:gemv, where the
-// kernel transposes every key block for one row. The threshold
-// (kMaxRowsForStridedMatMulOperand) rests on `txlc bench
-// bench/enwik8_base.json --random-weights --prefill --qlen Q --profile` for
-// Q = 1, 4, 8, 16 with and without --disable-pass fuse-attention (docs/LOG.md).
-// With bf16 keys and values (a bf16 state window) the kernel is the faster
-// at every row count: it widens them as it copies each key block, where the
-// unfused lowering's f32 matmuls would need every key and value converted
-// first, and it reads half the bytes.
+// The rule is the lowering's (onednn::unfusedAttentionReason), next to its
+// choice of the kernel's path.
 std::optional<std::string> relAttentionSlowPath(const ir::Graph& g, ir::Node n) {
   const ir::Shape& q = g.type(n).shape;
-  if (!kernels::relAttentionSupports({q[1], q[2], q[0], g.type(g.operand(n, 2)).shape[0], q[3]}))
-    return "the own rel_attention kernel takes a head size of at most 64, not " + std::to_string(q[3]);
-  if (q[0] <= onednn::kMaxRowsForStridedMatMulOperand && g.type(g.operand(n, 2)).dtype == ir::DType::F32)
-    return "at " + std::to_string(q[0]) +
-           " query row(s) the unfused attention reads keys and values in place and is faster";
-  return std::nullopt;
+  const ir::TensorType& k = g.type(g.operand(n, 2));
+  return onednn::unfusedAttentionReason({q[1], q[2], q[0], k.shape[0], q[3]}, k.dtype);
 }
 
 }  // namespace
