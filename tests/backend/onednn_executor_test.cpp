@@ -10,11 +10,11 @@
 #include <random>
 #include <vector>
 
-#include "backend/onednn_executor.h"
-#include "backend/onednn_lowering.h"
-#include "backend/onednn_target_info.h"
+#include "backend/onednn/onednn_executor.h"
+#include "backend/onednn/onednn_lowering.h"
+#include "backend/onednn/onednn_target_info.h"
 #include "backend/platform.h"
-#include "backend/reference_interpreter.h"
+#include "backend/reference/reference_interpreter.h"
 #include "ir/check.h"
 #include "ir/graph.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "backend/platform.h"
-#include "backend/rel_attention.h"
+#include "backend/kernels/rel_attention.h"
 #include "ir/bf16.h"
 #include "ir/check.h"
 

@@ -11,10 +11,10 @@
 
 #include <omp.h>
 
-#include "backend/gemv.h"
-#include "backend/onednn_kernels.h"
-#include "backend/onednn_lowering.h"
-#include "backend/onednn_probe.h"
+#include "backend/kernels/gemv.h"
+#include "backend/onednn/onednn_kernels.h"
+#include "backend/onednn/onednn_lowering.h"
+#include "backend/onednn/onednn_probe.h"
 #include "ir/check.h"
 #include "ir/host_memory.h"
 #include "ir/node_cost.h"

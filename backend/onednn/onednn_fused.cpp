@@ -27,7 +27,7 @@
 // rule, Lowering::packsWeight): eltwise_relu, then
 // binary_add with the residual as a dense [M, out] src1 (the form oneDNN 2.6
 // keeps on brg:avx512_core; a broadcast src1 would fall back to ref:any).
-#include "backend/onednn_fused.h"
+#include "backend/onednn/onednn_fused.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,10 +35,10 @@
 #include <string>
 #include <limits>
 
-#include "backend/onednn_lowering.h"
+#include "backend/onednn/onednn_lowering.h"
 #include "backend/platform.h"
-#include "backend/rel_attention.h"
-#include "backend/vector_exp.h"
+#include "backend/kernels/rel_attention.h"
+#include "backend/kernels/vector_exp.h"
 #include "ir/check.h"
 
 namespace txl::backend {

@@ -52,9 +52,9 @@
 #include <vector>
 
 #include "backend/platform.h"
-#include "backend/rel_attention.h"
-#include "backend/rel_attention_keys.h"
-#include "backend/vector_exp.h"
+#include "backend/kernels/rel_attention.h"
+#include "backend/kernels/rel_attention_keys.h"
+#include "backend/kernels/vector_exp.h"
 #include "ir/check.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its

@@ -11,11 +11,11 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backend/onednn_executor.h"
-#include "backend/onednn_phases.h"
-#include "backend/onednn_plan.h"
-#include "backend/packed_weights.h"
-#include "backend/rel_attention.h"
+#include "backend/onednn/onednn_executor.h"
+#include "backend/onednn/onednn_phases.h"
+#include "backend/onednn/onednn_plan.h"
+#include "backend/onednn/packed_weights.h"
+#include "backend/kernels/rel_attention.h"
 #include "ir/graph.h"
 
 namespace txl::backend::onednn {

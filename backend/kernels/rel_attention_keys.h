@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "backend/rel_attention.h"
+#include "backend/kernels/rel_attention.h"
 
 namespace txl::backend::kernels::detail {
 

@@ -1,9 +1,9 @@
 // backend/onednn_target_info.cpp - asks oneDNN which implementation the
 // lowering of a node would get.
-#include "backend/onednn_target_info.h"
+#include "backend/onednn/onednn_target_info.h"
 
-#include "backend/onednn_lowering.h"
-#include "backend/rel_attention.h"
+#include "backend/onednn/onednn_lowering.h"
+#include "backend/kernels/rel_attention.h"
 #include "ir/check.h"
 
 namespace txl::backend {

@@ -58,7 +58,7 @@
 // runs the kernel alone on the three benchmark shapes (enwik8, WT103,
 // small); `txlc bench ... --profile` shows it inside a segment. The figures,
 // and the forms measured and not kept, are in docs/LOG.md.
-#include "backend/rel_attention.h"
+#include "backend/kernels/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
 // -Wuninitialized reports once inlined (GCC bug 105593): silenced for them.
@@ -80,8 +80,8 @@
 #include <vector>
 
 #include "backend/platform.h"
-#include "backend/rel_attention_keys.h"
-#include "backend/vector_exp.h"
+#include "backend/kernels/rel_attention_keys.h"
+#include "backend/kernels/vector_exp.h"
 #include "ir/bf16.h"
 #include "ir/check.h"
 
