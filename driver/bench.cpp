@@ -36,8 +36,8 @@
 #include <set>
 #include <sstream>
 
-#include "backend/onednn_executor.h"
-#include "backend/onednn_probe.h"
+#include "backend/onednn/onednn_executor.h"
+#include "backend/onednn/onednn_probe.h"
 #include "backend/platform.h"
 #include "driver/inspect.h"
 #include "frontend/safetensors.h"

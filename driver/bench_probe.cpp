@@ -10,7 +10,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "backend/onednn_probe.h"
+#include "backend/onednn/onednn_probe.h"
 #include "backend/platform.h"
 #include "driver/build_info.h"
 #include "driver/content_hash.h"

@@ -17,10 +17,10 @@
 #include <iostream>
 #include <mutex>
 
-#include "backend/onednn_executor.h"
-#include "backend/onednn_target_info.h"
+#include "backend/onednn/onednn_executor.h"
+#include "backend/onednn/onednn_target_info.h"
 #include "backend/platform.h"
-#include "backend/reference_interpreter.h"
+#include "backend/reference/reference_interpreter.h"
 #include "driver/content_hash.h"
 #include "frontend/initial_memory.h"
 #include "ir/check.h"

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "backend/int8_linear.h"
-#include "backend/packed_weights.h"
+#include "backend/kernels/int8_linear.h"
+#include "backend/onednn/packed_weights.h"
 #include "ir/bf16.h"
 #include "ir/int8.h"
 

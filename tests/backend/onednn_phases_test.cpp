@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "backend/onednn_executor.h"
-#include "backend/onednn_lowering.h"
-#include "backend/onednn_phases.h"
-#include "backend/reference_interpreter.h"
+#include "backend/onednn/onednn_executor.h"
+#include "backend/onednn/onednn_lowering.h"
+#include "backend/onednn/onednn_phases.h"
+#include "backend/reference/reference_interpreter.h"
 #include "ir/graph.h"
 
 using namespace txl;

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/onednn_executor.h"
-#include "backend/packed_weights.h"
-#include "backend/reference_interpreter.h"
+#include "backend/onednn/onednn_executor.h"
+#include "backend/onednn/packed_weights.h"
+#include "backend/reference/reference_interpreter.h"
 #include "ir/parser.h"
 
 using namespace txl;

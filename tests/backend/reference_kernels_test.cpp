@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
-#include "backend/reference_interpreter.h"
-#include "backend/reference_kernels.h"
+#include "backend/reference/reference_interpreter.h"
+#include "backend/reference/reference_kernels.h"
 #include "ir/check.h"
 #include "ir/graph.h"
 

@@ -1,8 +1,9 @@
 // tests/backend/rel_attention_test.cpp - kernels::relAttention against a
-// double-precision reference of rel_attention.h's formula (both the AVX-512
-// and the portable path), with K and V interleaved in one buffer as the
-// lowering passes them; keys prepended with pad = 1 must not change a bit;
-// bf16 keys and values give the f32 result of their widened values, bit for bit.
+// double-precision reference of rel_attention.h's formula (every path this
+// CPU runs), with K and V interleaved in one buffer as the lowering passes
+// them; keys prepended with pad = 1 must not change a bit; bf16 keys and
+// values give the f32 result of their widened values, bit for bit, on the
+// widening paths.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -14,17 +15,24 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/platform.h"
-#include "backend/rel_attention.h"
+#include "backend/kernels/rel_attention.h"
 #include "ir/bf16.h"
+#include "ir/check.h"
 
 using namespace txl::backend::kernels;
 
 namespace {
 
 using I = std::int64_t;
+constexpr AttentionPath kPortable{AttentionKernel::Portable, PositionLayout::F32};
+constexpr AttentionPath kBlocks{AttentionKernel::Blocks, PositionLayout::F32};
+constexpr AttentionPath kPairsF32{AttentionKernel::Pairs, PositionLayout::F32};
+constexpr AttentionPath kPairs{AttentionKernel::Pairs, PositionLayout::Bf16Pairs};
+constexpr AttentionPath kRows{AttentionKernel::Rows, PositionLayout::Bf16Rows};
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr I kOutGap = 3;  // out's head stride is d + kOutGap: the gap must stay untouched
 constexpr float kSentinel = 12345.0f;
@@ -37,27 +45,40 @@ struct Problem {
   RelAttentionShape shape;
   std::vector<float> qu, qv, kv, rt, mask, pad, out;
   std::vector<std::uint16_t> kv16;    // when not empty: kv in bf16, passed instead of kv
-  std::vector<std::uint32_t> rt2;     // when not empty: rt in bf16 pairs of d (RelAttentionArgs::rt2)
-  std::vector<std::uint16_t> rtRows;  // when not empty: rt in bf16 rows of positions (RelAttentionArgs::rtRows)
+  std::vector<std::uint32_t> rt2;     // rt in bf16 pairs of d (PositionLayout::Bf16Pairs), for that layout
+  std::vector<std::uint16_t> rtRows;  // rt in bf16 rows of positions (PositionLayout::Bf16Rows), for that layout
   I rtLead = 0;                       // rt's rows start with this many unused columns (a suffix of a longer table)
   float scale = 0.37f;
 
   I hd() const { return shape.heads * shape.d; }
 
-  RelAttentionArgs args() {
+  // The fastest f32 path this CPU runs.
+  static AttentionPath widening() { return txl::backend::platform().avx512 ? kBlocks : kPortable; }
+
+  RelAttentionArgs args(AttentionPath path = widening()) {
     const I d = shape.d, B = shape.batch, H = shape.heads;
     RelAttentionArgs a;
     a.shape = shape;
+    a.path = path;
     a.qu = qu.data(), a.qv = qv.data();
     a.quStrides = a.qvStrides = {B * H * d, H * d, d};
     if (kv16.empty()) a.k = kv.data(), a.v = kv.data() + hd();
     else a.k = kv16.data(), a.v = kv16.data() + hd(), a.kvBf16 = true;
     a.kStrides = a.vStrides = {B * 2 * hd(), 2 * hd(), d};
-    a.rt = rt.data() + rtLead;
-    a.rtDim = shape.k + rtLead;
-    a.rtHead = d * a.rtDim;
-    if (!rt2.empty()) a.rt2 = rt2.data() + rtLead, a.rt2Dim = a.rtDim, a.rt2Head = d / 2 * a.rtDim;
-    if (!rtRows.empty()) a.rtRows = rtRows.data() + rtLead * H * d, a.rtRowsHead = d, a.rtRowsPos = H * d;
+    const I dim = shape.k + rtLead;
+    switch (path.table) {
+      case PositionLayout::F32:
+        a.rt = {rt.data() + rtLead, d * dim, dim};
+        break;
+      case PositionLayout::Bf16Pairs:
+        REQUIRE(!rt2.empty());
+        a.rt = {rt2.data() + rtLead, d / 2 * dim, dim};
+        break;
+      case PositionLayout::Bf16Rows:
+        REQUIRE(!rtRows.empty());
+        a.rt = {rtRows.data() + rtLead * H * d, d, H * d};
+        break;
+    }
     a.mask = mask.data();
     a.pad = pad.empty() ? nullptr : pad.data();
     a.scale = scale;
@@ -122,8 +143,9 @@ Problem makeProblem(RelAttentionShape s, MaskKind kind, bool withPad, std::uint3
 
 // rel_attention.h's formula in double; NaN rows where every key is masked.
 std::vector<double> reference(Problem& p) {
-  const RelAttentionArgs a = p.args();
+  const RelAttentionArgs a = p.args(kPortable);
   const RelAttentionShape& s = p.shape;
+  const float* rt = static_cast<const float*>(a.rt.data);
   const float *keys = p.kv.data(), *values = p.kv.data() + p.hd();
   std::vector<double> out(s.q * s.batch * s.heads * s.d);
   std::vector<double> w(s.k);
@@ -143,7 +165,7 @@ std::vector<double> reference(Problem& p) {
           double dot = 0.0;
           for (I c = 0; c < s.d; ++c) {
             dot += double(qu[c]) * kj[c];
-            if (src < s.k) dot += double(qv[c]) * a.rt[h * a.rtHead + c * a.rtDim + src];
+            if (src < s.k) dot += double(qv[c]) * rt[h * a.rt.head + c * a.rt.step + src];
           }
           w[j] = a.scale * dot;
           max = std::max(max, w[j]);
@@ -186,11 +208,9 @@ void requireClose(const std::vector<float>& got, const std::vector<double>& want
   }
 }
 
-using Kernel = void (*)(const RelAttentionArgs&);
-
-std::vector<float> run(Problem& p, Kernel kernel) {
+std::vector<float> run(Problem& p, AttentionPath path) {
   std::fill(p.out.begin(), p.out.end(), kSentinel);
-  kernel(p.args());
+  relAttention(p.args(path));
   return denseOut(p);
 }
 
@@ -255,6 +275,30 @@ TEST_CASE("rel_attention: supports 1 <= d <= 64 and positive sizes only") {
   CHECK_FALSE(relAttentionSupports({1, 8, 80, 0, 64}));
 }
 
+TEST_CASE("rel_attention: runs the paths the CPU has, the layout each reads, and no other") {
+  const bool avx512 = txl::backend::platform().avx512, bf16 = txl::backend::platform().avx512Bf16;
+  const RelAttentionShape even{1, 8, 80, 2180, 64}, odd{1, 8, 80, 2180, 41};
+  CHECK(relAttentionRuns(kPortable, even, false));
+  CHECK(relAttentionRuns(kPortable, even, true));
+  CHECK(relAttentionRuns(kBlocks, even, true) == avx512);
+  CHECK(relAttentionRuns(kPairs, even, true) == bf16);
+  CHECK(relAttentionRuns(kPairsF32, odd, true) == bf16);
+  CHECK(relAttentionRuns(kRows, odd, true) == bf16);
+  CHECK_FALSE(relAttentionRuns(kPairs, odd, true));  // pairs of d need an even d
+  CHECK_FALSE(relAttentionRuns(kPairs, even, false));
+  CHECK_FALSE(relAttentionRuns(kRows, even, false));
+  CHECK_FALSE(relAttentionRuns(kRows, {1, 65, 1, 100, 64}, true));
+  CHECK_FALSE(relAttentionRuns({AttentionKernel::Rows, PositionLayout::F32}, even, true));
+  CHECK_FALSE(relAttentionRuns({AttentionKernel::Blocks, PositionLayout::Bf16Pairs}, even, true));
+  CHECK_FALSE(relAttentionRuns(kPortable, {1, 8, 80, 2180, 65}, false));
+  CHECK(std::string(attentionPathName({AttentionKernel::Portable, PositionLayout::Bf16Rows})) == "invalid");
+  CHECK(std::string(attentionPathName(kPairsF32)) == "pairs-f32-table");
+  Problem p = makeProblem({1, 2, 3, 67, 41}, MaskKind::Causal, false, 7);
+  RelAttentionArgs a = p.args(kPortable);
+  a.path = kPairs;
+  CHECK_THROWS_AS(relAttention(a), txl::InternalError);  // odd d
+}
+
 TEST_CASE("rel_attention: matches the double reference, AVX-512 and portable paths") {
   std::uint32_t seed = 1;
   for (const Case& c : cases())
@@ -264,8 +308,8 @@ TEST_CASE("rel_attention: matches the double reference, AVX-512 and portable pat
       INFO("batch " << c.batch << " heads " << c.heads << " q " << c.q << " k " << c.k << " d " << c.d << " mask "
                     << int(kind) << " pad " << withPad);
       const std::vector<double> want = reference(p);
-      requireClose(run(p, relAttention), want);
-      requireClose(run(p, detail::relAttentionPortable), want);
+      requireClose(run(p, Problem::widening()), want);
+      requireClose(run(p, kPortable), want);
     }
 }
 
@@ -309,31 +353,24 @@ TEST_CASE("rel_attention: bf16 keys and values") {
         rounded(p.rt);
         INFO("q " << c.q << " k " << c.k << " d " << c.d << " mask " << int(kind) << " pad " << withPad);
         const std::vector<double> want = reference(p);
-        const std::vector<float> portable = run(p, detail::relAttentionPortable),
-                                 widened = run(p, detail::relAttentionWidened);
+        const std::vector<float> portable = run(p, kPortable), widened = run(p, Problem::widening());
         p.kv16 = toBf16(p.kv);
-        if (c.d % 2 == 0) p.rt2 = pairTable(p);  // read by the pair path only
-        p.rtRows = rowTable(p);                  // read by the row-wise path only
-        std::vector<Kernel> kernels{Kernel(relAttention), Kernel(detail::relAttentionPaired),
-                                    Kernel(detail::relAttentionPortable), Kernel(detail::relAttentionWidened)};
-        if (txl::backend::platform().avx512Bf16) kernels.push_back(Kernel(detail::relAttentionRows));
-        for (Kernel kernel : kernels) {
-          const std::vector<float> got = run(p, kernel);
-          const bool paired = kernel == Kernel(detail::relAttentionPaired) ||
-                              kernel == Kernel(detail::relAttentionRows) ||
-                              (kernel == Kernel(relAttention) && relAttentionPairs(p.shape));
+        if (c.d % 2 == 0) p.rt2 = pairTable(p);
+        p.rtRows = rowTable(p);
+        for (const AttentionPath& path : {kPortable, kBlocks, kPairsF32, kPairs, kRows}) {
+          if (!relAttentionRuns(path, p.shape, true)) continue;
+          INFO("path " << attentionPathName(path));
+          const std::vector<float> got = run(p, path);
+          const bool paired = path.kernel == AttentionKernel::Pairs || path.kernel == AttentionKernel::Rows;
           requireClose(got, want, paired ? 1.0 / 256 : 1e-5);
-          if (kernel == Kernel(relAttention) && !relAttentionPairs(p.shape))
-            REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
-          if (kernel == Kernel(detail::relAttentionPortable))
-            REQUIRE(std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)) == 0);
-          if (kernel == Kernel(detail::relAttentionWidened))
-            REQUIRE(std::memcmp(got.data(), widened.data(), got.size() * sizeof(float)) == 0);
+          if (!paired)
+            REQUIRE(std::memcmp(got.data(), (path == kPortable ? portable : widened).data(),
+                                got.size() * sizeof(float)) == 0);
           Problem e = prependMaskedKeys(p, 37);
           e.kv16 = toBf16(e.kv);
           if (c.d % 2 == 0) e.rt2 = pairTable(e);
           e.rtRows = rowTable(e);
-          const std::vector<float> padded = run(e, kernel);
+          const std::vector<float> padded = run(e, path);
           REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
         }
       }
@@ -341,22 +378,22 @@ TEST_CASE("rel_attention: bf16 keys and values") {
 
 TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not") {
   Problem p = makeProblem({1, 2, 3, 67, 41}, MaskKind::Causal, false, 7);
-  const std::vector<float> out = run(p, relAttention);
+  const std::vector<float> out = run(p, Problem::widening());
   for (I row = 0; row < 3 * 2; ++row)
     for (I c = 0; c < 41; ++c) REQUIRE(std::isnan(out[row * 41 + c]) == (row / 2 == 1));
 }
 
 TEST_CASE("rel_attention: keys prepended with pad = 1 change no bit of the output") {
-  for (Kernel kernel : {Kernel(relAttention), Kernel(detail::relAttentionPortable)})
+  for (const AttentionPath& path : {Problem::widening(), kPortable})
     for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 2, 80, 80, 64}})
       for (MaskKind kind : {MaskKind::Causal, MaskKind::SameLength, MaskKind::Random})
         for (bool withPad : {false, true}) {
           Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, kind, withPad, 11);
-          const std::vector<float> want = run(p, kernel);
+          const std::vector<float> want = run(p, path);
           for (I extra : {37, 100}) {
             INFO("q " << c.q << " k " << c.k << " d " << c.d << " mask " << int(kind) << " extra " << extra);
             Problem e = prependMaskedKeys(p, extra);
-            const std::vector<float> got = run(e, kernel);
+            const std::vector<float> got = run(e, path);
             REQUIRE(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
           }
         }
@@ -393,8 +430,8 @@ TEST_CASE("rel_attention: speed", "[.bench]") {
 TEST_CASE("rel_attention: one query row against state in memory", "[.bench]") {
   // A generated token of enwik8 base at bf16: 12 layers' keys, values and
   // position tables (78 MB, beyond the caches), one call per layer in
-  // turn; the row-wise path (rtRows) against the block-wise pair path (rt2),
-  // alternated.
+  // turn; the row-wise path (Bf16Rows table) against the block-wise pair
+  // path (Bf16Pairs table), alternated.
   if (!txl::backend::platform().avx512Bf16) return;
   const RelAttentionShape s{1, 8, 1, 2101, 64};
   constexpr int kLayers = 12;
@@ -420,9 +457,7 @@ TEST_CASE("rel_attention: one query row against state in memory", "[.bench]") {
     for (bool rowwise : {true, false}) {
       const auto t0 = std::chrono::steady_clock::now();
       for (Problem& p : layers) {
-        RelAttentionArgs a = p.args();
-        if (!rowwise) a.rtRows = nullptr;
-        relAttention(a);
+        relAttention(p.args(rowwise ? kRows : kPairs));
       }
       (rowwise ? rows : pairs)
           .push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

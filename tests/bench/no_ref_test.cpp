@@ -8,7 +8,7 @@
 
 #include <random>
 
-#include "backend/onednn_executor.h"
+#include "backend/onednn/onednn_executor.h"
 #include "frontend/model_loader.h"
 #include "driver/compile.h"
 

@@ -20,7 +20,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "backend/reference_interpreter.h"
+#include "backend/reference/reference_interpreter.h"
 #include "ir/check.h"
 #include "ir/parser.h"
 #include "ir/pass_manager.h"

@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "backend/onednn_executor.h"
-#include "backend/onednn_target_info.h"
-#include "backend/reference_interpreter.h"
+#include "backend/onednn/onednn_executor.h"
+#include "backend/onednn/onednn_target_info.h"
+#include "backend/reference/reference_interpreter.h"
 #include "frontend/graph_builder.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"

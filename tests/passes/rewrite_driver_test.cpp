@@ -8,7 +8,7 @@
 // graph per match, would cost about 100x.
 #include <catch2/catch.hpp>
 
-#include "backend/onednn_target_info.h"
+#include "backend/onednn/onednn_target_info.h"
 #include "frontend/graph_builder.h"
 #include "passes/pipeline.h"
 #include "passes/rewriter.h"

@@ -37,7 +37,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backend/int8_linear.h"
+#include "backend/kernels/int8_linear.h"
 #include "ir/tensor.h"
 
 namespace txl::backend::onednn {

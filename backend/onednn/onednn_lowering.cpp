@@ -11,10 +11,10 @@
 
 #include <omp.h>
 
-#include "backend/gemv.h"
-#include "backend/onednn_kernels.h"
-#include "backend/onednn_lowering.h"
-#include "backend/onednn_probe.h"
+#include "backend/kernels/gemv.h"
+#include "backend/onednn/onednn_kernels.h"
+#include "backend/onednn/onednn_lowering.h"
+#include "backend/onednn/onednn_probe.h"
 #include "ir/check.h"
 #include "ir/host_memory.h"
 #include "ir/node_cost.h"
@@ -66,7 +66,7 @@ void Lowering::addPrimitive(ir::Node n, const dnnl::primitive_desc_base& pd, con
   record(n, kind, pd.impl_info_str());
 }
 
-void Lowering::addKernel(ir::Node n, const char* name, std::function<void()> kernel) {
+void Lowering::addKernel(ir::Node n, const std::string& name, std::function<void()> kernel) {
   plan_.steps.push_back({std::nullopt, {}, std::move(kernel)});
   record(n, "kernel", name);
 }

@@ -5,7 +5,7 @@
 // axis ops view a tensor as [outer, n, inner] around their axis. Float kernels
 // compute in f32 (accumulating in double); a bf16 operand is widened to f32
 // first and a bf16 result rounded at the end.
-#include "backend/reference_kernels.h"
+#include "backend/reference/reference_kernels.h"
 
 #include <algorithm>
 #include <bit>

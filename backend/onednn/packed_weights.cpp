@@ -1,5 +1,5 @@
 // backend/packed_weights.cpp - PackedWeights.
-#include "backend/packed_weights.h"
+#include "backend/onednn/packed_weights.h"
 
 #include <algorithm>
 #include <cstring>

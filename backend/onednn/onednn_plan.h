@@ -24,7 +24,7 @@
 
 #include "backend/executor.h"
 #include "backend/memory_plan.h"
-#include "backend/packed_weights.h"
+#include "backend/onednn/packed_weights.h"
 #include "ir/tensor.h"
 
 namespace txl::backend::onednn {

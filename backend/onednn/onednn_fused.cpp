@@ -14,7 +14,9 @@
 // of one.
 //
 // rel_attention runs backend/rel_attention.h's kernel on its operands where
-// they are (k and v are column ranges of the memory window's rows).
+// they are (k and v are column ranges of the memory window's rows), on the
+// path attentionPath chooses here once per node; the step's name carries it
+// ("txl:rel_attention:rows").
 //
 // logprob_pick is an own kernel too: rows split over the OpenMP team; a row
 // whose target is in the op's range gets its log-sum-exp in one read of the
@@ -25,7 +27,7 @@
 // rule, Lowering::packsWeight): eltwise_relu, then
 // binary_add with the residual as a dense [M, out] src1 (the form oneDNN 2.6
 // keeps on brg:avx512_core; a broadcast src1 would fall back to ref:any).
-#include "backend/onednn_fused.h"
+#include "backend/onednn/onednn_fused.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,9 +35,10 @@
 #include <string>
 #include <limits>
 
-#include "backend/onednn_lowering.h"
-#include "backend/rel_attention.h"
-#include "backend/vector_exp.h"
+#include "backend/onednn/onednn_lowering.h"
+#include "backend/platform.h"
+#include "backend/kernels/rel_attention.h"
+#include "backend/kernels/vector_exp.h"
 #include "ir/check.h"
 
 namespace txl::backend {
@@ -237,14 +240,74 @@ kernels::RowStrides rowStrides(const View& v, const char* what) {
 
 }  // namespace
 
+// The unfused lowering reads k and v in place through strided views at a
+// few query rows (onednn_placement.cpp) and runs p · V on txl:gemv, where
+// the kernel transposes every key block for one row: there it is the faster
+// for f32 keys. The threshold (kMaxRowsForStridedMatMulOperand) rests on
+// `txlc bench bench/enwik8_base.json --random-weights --prefill --qlen Q
+// --profile` for Q = 1, 4, 8, 16 with and without --disable-pass
+// fuse-attention (docs/LOG.md). With bf16 keys and values (a bf16 state
+// window) the kernel is the faster at every row count: it widens them as it
+// copies each key block, where the unfused lowering's f32 matmuls would need
+// every key and value converted first, and it reads half the bytes.
+std::optional<std::string> unfusedAttentionReason(const kernels::RelAttentionShape& s, ir::DType kv) {
+  if (!kernels::relAttentionSupports(s))
+    return "the own rel_attention kernel takes a head size of at most 64, not " + std::to_string(s.d);
+  if (s.q <= kMaxRowsForStridedMatMulOperand && kv == ir::DType::F32)
+    return "at " + std::to_string(s.q) +
+           " query row(s) the unfused attention reads keys and values in place and is faster";
+  return std::nullopt;
+}
+
+namespace {
+
+// Query rows up to which bf16 keys take the row-wise kernel (a generated
+// token): every key, value and position row is then used once, and the
+// block-wise kernels' transposes are pure overhead on a memory-bound call
+// (rel_attention_rows.cpp).
+constexpr std::int64_t kRowwiseRows = 1;
+
+// Query rows below which a core with AMX takes the pair products for bf16
+// keys. On such a core (Sapphire Rapids and later) vdpbf16ps does no more
+// products per cycle than two FMA ports, so once a widened key serves a few
+// query rows the widening kernel (Blocks) is faster; with one to three rows
+// each key is used about once, and widening it costs more than the pairs'
+// packing. Measured there (enwik8 base at bf16, 2 threads, the attention
+// per segment, pairs against widened, alternated): qlen 1 7.1-7.3 against
+// 8.4-8.7 ms, qlen 4 10.1-10.2 against 10.2-11.1, qlen 16 14.6-16.2 against
+// 14.0-14.2, qlen 80 43.5-45.3 against 34.7-36.7. On AVX512-BF16 without
+// AMX (Cooper Lake) the pairs are faster at every row count.
+constexpr std::int64_t kPairRowsWithAmx = 4;
+
+}  // namespace
+
+// A fixed rule by CPU feature and shape, not a timing taken at start: a
+// machine always runs the same arithmetic.
+kernels::AttentionPath attentionPath(const kernels::RelAttentionShape& s, bool kvBf16, bool packable) {
+  using kernels::AttentionKernel, kernels::AttentionPath, kernels::PositionLayout;
+  const auto runs = [&](const AttentionPath& p) { return kernels::relAttentionRuns(p, s, kvBf16); };
+  if (kvBf16) {
+    const AttentionPath rows{AttentionKernel::Rows, PositionLayout::Bf16Rows};
+    if (packable && s.q <= kRowwiseRows && runs(rows)) return rows;
+    if (!platform().amx || s.q < kPairRowsWithAmx) {
+      const AttentionPath pairs{AttentionKernel::Pairs, PositionLayout::Bf16Pairs};
+      if (packable && runs(pairs)) return pairs;
+      const AttentionPath pairsF32{AttentionKernel::Pairs, PositionLayout::F32};
+      if (runs(pairsF32)) return pairsF32;
+    }
+  }
+  const AttentionPath blocks{AttentionKernel::Blocks, PositionLayout::F32};
+  return runs(blocks) ? blocks : AttentionPath{AttentionKernel::Portable, PositionLayout::F32};
+}
+
 // Whether rt is fold-positions' constant table viewed as a suffix of its
 // positions (each plan's view of the one table every plan shares), which
-// the bf16 forms below can pack once per model. Not for a table computed per
-// segment or any other view.
+// the bf16 layouts below can pack once per model. Not for a table computed
+// per segment or any other view. a.rt: rt's f32 strides.
 bool Lowering::positionTableSuffix(const View& rt, const kernels::RelAttentionArgs& a) const {
   const std::int64_t lead = std::int64_t(rt.offset / sizeof(float));
-  return isConstant(rt) && rt.offset % sizeof(float) == 0 && a.rtHead == a.shape.d * a.rtDim &&
-         lead + a.shape.k == a.rtDim;
+  return isConstant(rt) && rt.offset % sizeof(float) == 0 && a.rt.head == a.shape.d * a.rt.step &&
+         lead + a.shape.k == a.rt.step;
 }
 
 // The whole table (plainMd: its f32 layout) packed once per model through
@@ -257,35 +320,27 @@ const void* Lowering::packPositionTable(const View& rt, const memory::desc& plai
   return packed->mem.get_data_handle();
 }
 
-// The kernel's bf16 pair path reads the position table as bf16 pairs of d
-// (RelAttentionArgs::rt2): [H, D / 2, K, 2] bf16. Null (the kernel reads
-// rt) unless positionTableSuffix, for an odd d, or on a CPU without
-// AVX512-BF16.
-const std::uint32_t* Lowering::positionPairs(const View& rt, kernels::RelAttentionArgs& a) {
+// rt (a positionTableSuffix, a.rt its f32 strides) in the bf16 layout of
+// a.path: Bf16Pairs as [H, D / 2, K, 2] bf16 (a 32-bit lane per pair of d),
+// Bf16Rows as [K, H, D] bf16 (a position's rows of every head contiguous,
+// as a key's are in K).
+kernels::PositionTable Lowering::packedPositionTable(const View& rt, const kernels::RelAttentionArgs& a) {
   const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
-  if (!kernels::relAttentionPairs(a.shape) || d % 2 != 0 || !positionTableSuffix(rt, a)) return nullptr;
-  const std::int64_t pairs = d / 2, positions = a.rtDim;
-  const memory::desc plainMd({heads, pairs, positions, 2}, memory::data_type::f32,
-                             {a.rtHead, 2 * positions, 1, positions});
-  const memory::desc pairMd({heads, pairs, positions, 2}, memory::data_type::bf16,
-                            {pairs * positions * 2, positions * 2, 2, 1});
-  a.rt2Dim = positions;
-  a.rt2Head = pairs * positions;
-  return static_cast<const std::uint32_t*>(packPositionTable(rt, plainMd, pairMd)) + lead;
-}
-
-// The row-wise path (relAttentionRowwise: one query row) reads it as bf16
-// rows (RelAttentionArgs::rtRows): [K, H, D] bf16, so that a position's rows
-// of every head are contiguous, as a key's are in K. Null unless
-// positionTableSuffix.
-const std::uint16_t* Lowering::positionRows(const View& rt, kernels::RelAttentionArgs& a) {
-  const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
-  if (!kernels::relAttentionRowwise(a.shape) || !positionTableSuffix(rt, a)) return nullptr;
-  const std::int64_t positions = a.rtDim;
-  const memory::desc plainMd({heads, positions, d}, memory::data_type::f32, {a.rtHead, 1, positions});
+  const std::int64_t positions = a.rt.step;
+  if (a.path.table == kernels::PositionLayout::Bf16Pairs) {
+    const std::int64_t pairs = d / 2;
+    const memory::desc plainMd({heads, pairs, positions, 2}, memory::data_type::f32,
+                               {a.rt.head, 2 * positions, 1, positions});
+    const memory::desc pairMd({heads, pairs, positions, 2}, memory::data_type::bf16,
+                              {pairs * positions * 2, positions * 2, 2, 1});
+    const auto* table = static_cast<const std::uint32_t*>(packPositionTable(rt, plainMd, pairMd));
+    return {table + lead, pairs * positions, positions};
+  }
+  TXL_CHECK(a.path.table == kernels::PositionLayout::Bf16Rows, "rel_attention: no packed form of an f32 table");
+  const memory::desc plainMd({heads, positions, d}, memory::data_type::f32, {a.rt.head, 1, positions});
   const memory::desc rowsMd({heads, positions, d}, memory::data_type::bf16, {d, heads * d, 1});
-  a.rtRowsHead = d, a.rtRowsPos = heads * d;
-  return static_cast<const std::uint16_t*>(packPositionTable(rt, plainMd, rowsMd)) + lead * heads * d;
+  const auto* table = static_cast<const std::uint16_t*>(packPositionTable(rt, plainMd, rowsMd));
+  return {table + lead * heads * d, d, heads * d};
 }
 
 void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out) {
@@ -301,24 +356,25 @@ void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const
   const View& rt = ops[4];
   const auto rs = viewStrides(rt);
   TXL_CHECK(rs[2] == 1, "rel_attention: rt must have unit stride along K");
-  a.rtHead = rs[0], a.rtDim = rs[1];
+  a.rt = {nullptr, rs[0], rs[1]};  // f32, read in place (its address is known at run time)
   for (std::size_t i = 5; i < ops.size(); ++i) TXL_CHECK(ops[i].strides.empty(), "rel_attention: masks must be dense");
   a.scale = static_cast<float>(g_.op(n).attrs.getFloat("scale"));
   a.kvBf16 = ops[2].type.dtype == ir::DType::BF16;
   TXL_CHECK(ops[3].type.dtype == ops[2].type.dtype, "rel_attention: k and v of two dtypes");
-  const std::uint16_t* rtRows = a.kvBf16 ? positionRows(rt, a) : nullptr;
-  const std::uint32_t* rt2 = a.kvBf16 && !rtRows ? positionPairs(rt, a) : nullptr;
+  a.path = attentionPath(a.shape, a.kvBf16, positionTableSuffix(rt, a));
+  const bool tableInPlace = a.path.table == kernels::PositionLayout::F32;
+  if (!tableInPlace) a.rt = packedPositionTable(rt, a);
   const bool padded = ops.size() == 7;
-  addKernel(n, "txl:rel_attention", [p = &plan_, ops, out, a, padded, rt2, rtRows]() mutable {
-    auto f32 = [p](const View& v) { return reinterpret_cast<float*>(p->ptr(v)); };
-    a.qu = f32(ops[0]), a.qv = f32(ops[1]), a.k = p->ptr(ops[2]), a.v = p->ptr(ops[3]), a.rt = f32(ops[4]);
-    a.mask = f32(ops[5]);
-    a.rt2 = rt2;
-    a.rtRows = rtRows;
-    a.pad = padded ? f32(ops[6]) : nullptr;
-    a.out = f32(out);
-    kernels::relAttention(a);
-  });
+  addKernel(n, std::string("txl:rel_attention:") + kernels::attentionPathName(a.path),
+            [p = &plan_, ops, out, a, padded, tableInPlace]() mutable {
+              auto f32 = [p](const View& v) { return reinterpret_cast<float*>(p->ptr(v)); };
+              a.qu = f32(ops[0]), a.qv = f32(ops[1]), a.k = p->ptr(ops[2]), a.v = p->ptr(ops[3]);
+              if (tableInPlace) a.rt.data = f32(ops[4]);
+              a.mask = f32(ops[5]);
+              a.pad = padded ? f32(ops[6]) : nullptr;
+              a.out = f32(out);
+              kernels::relAttention(a);
+            });
 }
 
 void Lowering::lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out) {

@@ -11,7 +11,7 @@
 // every run.
 #include <algorithm>
 
-#include "backend/onednn_phases.h"
+#include "backend/onednn/onednn_phases.h"
 #include "ir/check.h"
 
 namespace txl::backend::onednn {

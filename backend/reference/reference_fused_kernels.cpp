@@ -7,14 +7,14 @@
 // the scale in double rounded to f32, as ref::add and ref::scale do), and so
 // does logprobPick (ref::logSoftmax's double max / sum / log rounded to f32,
 // then the f32 add of the head's column).
-#include "backend/reference_fused_kernels.h"
+#include "backend/reference/reference_fused_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "backend/reference_kernels.h"
+#include "backend/reference/reference_kernels.h"
 #include "ir/check.h"
 
 namespace txl::backend::ref {

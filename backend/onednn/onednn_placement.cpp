@@ -25,8 +25,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "backend/onednn_lowering.h"  // denseStrides, viewStrides, kMaxRowsForStridedMatMulOperand
-#include "backend/onednn_phases.h"
+#include "backend/onednn/onednn_lowering.h"  // denseStrides, viewStrides, kMaxRowsForStridedMatMulOperand
+#include "backend/onednn/onednn_phases.h"
 #include "ir/check.h"
 #include "ir/shape_inference.h"
 

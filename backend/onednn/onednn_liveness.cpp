@@ -8,7 +8,7 @@
 // is read after the plan ran, so its value lives to the last step.
 #include <algorithm>
 
-#include "backend/onednn_phases.h"
+#include "backend/onednn/onednn_phases.h"
 
 namespace txl::backend::onednn {
 

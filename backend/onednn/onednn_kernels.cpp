@@ -1,5 +1,5 @@
 // backend/onednn_kernels.cpp - plain-loop kernels of the oneDNN executor.
-#include "backend/onednn_kernels.h"
+#include "backend/onednn/onednn_kernels.h"
 
 #include <cmath>
 #include <cstring>

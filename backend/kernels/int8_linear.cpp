@@ -3,7 +3,7 @@
 // multiplied with the MR rows' input (no horizontal sums).
 // The AVX-512 form is chosen at run time (the rest of txlc targets baseline
 // x86-64); the portable form computes the same sums in the same order.
-#include "backend/int8_linear.h"
+#include "backend/kernels/int8_linear.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
 // -Wuninitialized reports once inlined (GCC bug 105593): silenced for them.

@@ -1,8 +1,8 @@
 // backend/rel_attention_rows.cpp - relAttention's row-wise path
 // (rel_attention.h): a query row at a time against bf16 keys and values, on
-// a CPU with AVX512-BF16. relAttention takes it for a single query row (a
-// generated token, relAttentionRowwise) when the lowering gives the position
-// table as bf16 rows (RelAttentionArgs::rtRows).
+// a CPU with AVX512-BF16: AttentionKernel::Rows, which the lowering chooses
+// for a single query row (a generated token, onednn::attentionPath) with the
+// position table packed as bf16 rows (PositionLayout::Bf16Rows).
 //
 // Why: with one query row every key, value and position row is used once,
 // so the call is a stream of 3 x d x 2 bytes per key and head (enwik8 base:
@@ -52,9 +52,9 @@
 #include <vector>
 
 #include "backend/platform.h"
-#include "backend/rel_attention.h"
-#include "backend/rel_attention_keys.h"
-#include "backend/vector_exp.h"
+#include "backend/kernels/rel_attention.h"
+#include "backend/kernels/rel_attention_keys.h"
+#include "backend/kernels/vector_exp.h"
 #include "ir/check.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
@@ -73,9 +73,8 @@ using I = std::int64_t;
 using detail::KeyRange;
 
 constexpr I kMaxD = 64;
-constexpr I kRowwiseRows = 1;  // query rows up to which relAttention takes this path
-constexpr I kMaxHeads = 64;    // the row-wise path's heads at most (relAttentionRowwise)
-constexpr I kAhead = 1;        // groups of keys ahead that a group's rows are prefetched
+constexpr I kMaxHeads = detail::kRowsMaxHeads;
+constexpr I kAhead = 1;  // groups of keys ahead that a group's rows are prefetched
 constexpr I kChunk =
     128;  // keys per task of a phase: a multiple of 32, fixed (the sums' order does not depend on the threads)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -95,7 +94,7 @@ inline __mmask32 wordMask(I n) {  // words [0, n) of 32, clamped
 }
 
 // The fixed facts of one call: pointers and strides in elements. Keys and
-// values are bf16, as is the position table (rtRows).
+// values are bf16, as is the position table (PositionLayout::Bf16Rows).
 struct Call {
   const RelAttentionArgs* a;
   I batch, heads, q, keys, d;
@@ -211,11 +210,11 @@ TXL_ROWS void chunkScores(const Call& c, Scratch& sc, I i, const Chunk& ch) {
     if (!r.band) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, maskRow + j0), zero, _CMP_EQ_OQ);
     for (I h = 0; h < c.heads; ++h) {
       const std::uint16_t* kh = keys + h * a.kStrides.head;
-      const std::uint16_t* rh = a.rtRows + h * a.rtRowsHead;
+      const std::uint16_t* rh = static_cast<const std::uint16_t*>(a.rt.data) + h * a.rt.head;
       if (const I jp = j0 + 16 * kAhead; jp + 16 + shift <= c.keys)  // the rows of a later group
         for (int n = 0; n < 16; ++n) {
           prefetchRow(kh + (jp + n) * a.kStrides.pos, c.d);
-          prefetchRow(rh + (jp + n + shift) * a.rtRowsPos, c.d);
+          prefetchRow(rh + (jp + n + shift) * a.rt.step, c.d);
         }
       __m512 acc[16];
 #pragma GCC unroll 16
@@ -227,7 +226,7 @@ TXL_ROWS void chunkScores(const Call& c, Scratch& sc, I i, const Chunk& ch) {
         for (int half = 0; half < Halves; ++half)
           dot = _mm512_dpbf16_ps(dot, (__m512bh)quh[h][half], (__m512bh)x[half]);
         if (j + shift < c.keys) {
-          loadRow<Halves>(c, rh + (j + shift) * a.rtRowsPos, x);
+          loadRow<Halves>(c, rh + (j + shift) * a.rt.step, x);
           for (int half = 0; half < Halves; ++half)
             dot = _mm512_dpbf16_ps(dot, (__m512bh)qvh[h][half], (__m512bh)x[half]);
         }
@@ -373,15 +372,12 @@ void rows(const Call& c, Scratch& sc) {
 
 }  // namespace
 
-bool relAttentionRowwise(const RelAttentionShape& s) {
-  return platform().avx512Bf16 && s.q <= kRowwiseRows && s.heads <= kMaxHeads;
-}
-
 namespace detail {
 
 void relAttentionRows(const RelAttentionArgs& a) {
   const RelAttentionShape& s = a.shape;
-  TXL_CHECK(a.kvBf16 && a.rtRows && platform().avx512Bf16 && s.d <= kMaxD && s.heads <= kMaxHeads,
+  TXL_CHECK(a.kvBf16 && a.path.table == PositionLayout::Bf16Rows && platform().avx512Bf16 && s.d <= kMaxD &&
+                s.heads <= kMaxHeads,
             "rel_attention: the row-wise path needs bf16 keys, position rows and AVX512-BF16");
   Call c{&a, s.batch, s.heads, s.q, s.k, s.d, {wordMask(s.d), wordMask(s.d - 32)}};
   // Kept per calling thread across calls, so that a warm stream's segments

@@ -11,11 +11,11 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backend/onednn_executor.h"
-#include "backend/onednn_phases.h"
-#include "backend/onednn_plan.h"
-#include "backend/packed_weights.h"
-#include "backend/rel_attention.h"
+#include "backend/onednn/onednn_executor.h"
+#include "backend/onednn/onednn_phases.h"
+#include "backend/onednn/onednn_plan.h"
+#include "backend/onednn/packed_weights.h"
+#include "backend/kernels/rel_attention.h"
 #include "ir/graph.h"
 
 namespace txl::backend::onednn {
@@ -48,7 +48,7 @@ class Lowering {
   std::string label(const char* what) const;  // "<what> of <op> (node <id>)" for the current node
   void addPrimitive(ir::Node n, const dnnl::primitive_desc_base& pd, const char* kind,
                     std::unordered_map<int, dnnl::memory> args);
-  void addKernel(ir::Node n, const char* name, std::function<void()> kernel);
+  void addKernel(ir::Node n, const std::string& name, std::function<void()> kernel);
   void record(ir::Node n, const char* kind, const std::string& impl);
   bool isConstant(const View& v) const;
   // Whether node `n` runs on one thread: its one-thread time estimated from
@@ -77,11 +77,10 @@ class Lowering {
   void lowerPad(ir::Node n, const View& x, const View& out);
   void lowerRelScores(ir::Node n, const std::vector<View>& ops, const View& out);     // onednn_fused.cpp
   void lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
-  // rel_attention's position table as bf16 pairs of d, or null (onednn_fused.cpp).
+  // rel_attention's position table packed in a bf16 layout (onednn_fused.cpp).
   bool positionTableSuffix(const View& rt, const kernels::RelAttentionArgs& a) const;
   const void* packPositionTable(const View& rt, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& packedMd);
-  const std::uint32_t* positionPairs(const View& rt, kernels::RelAttentionArgs& a);
-  const std::uint16_t* positionRows(const View& rt, kernels::RelAttentionArgs& a);
+  kernels::PositionTable packedPositionTable(const View& rt, const kernels::RelAttentionArgs& a);
   void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   // A linear or fused_linear over a quantized weight (View::quantized):
@@ -131,6 +130,17 @@ MatMulMds matmulMds(const ir::TensorType& a, const ir::TensorType& b, const ir::
 // strided read costs less than the copy it saves; with many, the dense read
 // wins (the threshold comes from timing enwik8's keys and values; docs/LOG.md).
 constexpr std::int64_t kMaxRowsForStridedMatMulOperand = 4;
+// rel_attention (onednn_fused.cpp). The path of the own kernel for a node of
+// shape `s` with keys and values in bf16 (kvBf16) or f32; `packable`: its
+// position table is a constant the lowering may pack once per model in a
+// bf16 layout (Lowering::positionTableSuffix). The one place that chooses:
+// the lowering passes the result in RelAttentionArgs::path and
+// kernels::relAttention runs it.
+kernels::AttentionPath attentionPath(const kernels::RelAttentionShape& s, bool kvBf16, bool packable);
+// Why a rel_attention node of shape `s` with keys and values of dtype `kv`
+// is better left unfused (passes/fuse_attention.cpp keeps the matmuls), or
+// nullopt: OnednnTargetInfo::slowPathReason's answer for it.
+std::optional<std::string> unfusedAttentionReason(const kernels::RelAttentionShape& s, ir::DType kv);
 dnnl::layer_normalization_forward::primitive_desc layerNormPd(const dnnl::engine& eng, const ir::TensorType& x,
                                                               float eps);
 // softmax / logsoftmax over `axis` of x: [outer, A] when axis is the last

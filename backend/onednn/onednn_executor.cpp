@@ -4,15 +4,15 @@
 // liveness, in place, lowering, arena. run() binds the input handles,
 // executes the steps on one stream, waits; a serial step runs with OpenMP's
 // thread count set to 1 (OnednnOptions::serialBelowNs).
-#include "backend/onednn_executor.h"
+#include "backend/onednn/onednn_executor.h"
 
 #include <chrono>
 
 #include <omp.h>
 
 #include "backend/library_calls.h"
-#include "backend/onednn_lowering.h"
-#include "backend/onednn_phases.h"
+#include "backend/onednn/onednn_lowering.h"
+#include "backend/onednn/onednn_phases.h"
 #include "ir/check.h"
 
 namespace txl::backend {

@@ -14,7 +14,7 @@
 // (a slice of it, a strided view), when another operand of the node reads
 // the same group (it would see elements already overwritten), and when the
 // group is still read after the node's step.
-#include "backend/onednn_phases.h"
+#include "backend/onednn/onednn_phases.h"
 
 namespace txl::backend::onednn {
 

@@ -1,5 +1,5 @@
 // backend/onednn_probe.cpp - matmul peak and read bandwidth (onednn_probe.h).
-#include "backend/onednn_probe.h"
+#include "backend/onednn/onednn_probe.h"
 
 #include <omp.h>
 

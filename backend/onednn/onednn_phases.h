@@ -45,7 +45,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/onednn_plan.h"
+#include "backend/onednn/onednn_plan.h"
 #include "ir/graph.h"
 
 namespace txl::backend::onednn {

@@ -3,8 +3,8 @@
 // (which has no data) asks oneDNN exactly what the lowering will get.
 #include <numeric>
 
-#include "backend/onednn_fused.h"
-#include "backend/onednn_lowering.h"
+#include "backend/onednn/onednn_fused.h"
+#include "backend/onednn/onednn_lowering.h"
 #include "ir/check.h"
 #include "ir/shape_inference.h"
 

@@ -7,13 +7,13 @@
 //   2. run: check the inputs; for every step, gather its operands' tensors,
 //      evaluate the op (one switch case per op kind) and keep the result in
 //      the step's slot; sinks record their operand under their output name.
-#include "backend/reference_interpreter.h"
+#include "backend/reference/reference_interpreter.h"
 
 #include <cstring>
 #include <vector>
 
-#include "backend/reference_fused_kernels.h"
-#include "backend/reference_kernels.h"
+#include "backend/reference/reference_fused_kernels.h"
+#include "backend/reference/reference_kernels.h"
 #include "ir/check.h"
 #include "ir/int8.h"
 #include "ir/printer.h"

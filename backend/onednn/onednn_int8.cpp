@@ -2,9 +2,9 @@
 // over quantized weights run txl:int8_linear on the model's int8 rows of each
 // weight (backend/int8_linear.h), made once per model through PackedWeights
 // and shared by every plan; a quantize some other op reads is computed.
-#include "backend/int8_linear.h"
-#include "backend/onednn_lowering.h"
-#include "backend/onednn_probe.h"
+#include "backend/kernels/int8_linear.h"
+#include "backend/onednn/onednn_lowering.h"
+#include "backend/onednn/onednn_probe.h"
 #include "ir/check.h"
 #include "ir/int8.h"
 

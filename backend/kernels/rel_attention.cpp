@@ -58,7 +58,7 @@
 // runs the kernel alone on the three benchmark shapes (enwik8, WT103,
 // small); `txlc bench ... --profile` shows it inside a segment. The figures,
 // and the forms measured and not kept, are in docs/LOG.md.
-#include "backend/rel_attention.h"
+#include "backend/kernels/rel_attention.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps(), which its
 // -Wuninitialized reports once inlined (GCC bug 105593): silenced for them.
@@ -74,14 +74,16 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "backend/platform.h"
-#include "backend/rel_attention_keys.h"
-#include "backend/vector_exp.h"
+#include "backend/kernels/rel_attention_keys.h"
+#include "backend/kernels/vector_exp.h"
 #include "ir/bf16.h"
+#include "ir/check.h"
 
 namespace txl::backend::kernels {
 
@@ -100,13 +102,12 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 struct HeadView {
   const float *qu, *qv;
   const char *k, *v;
-  const float* rt;
+  const float* rt;  // 32-bit lanes of this head's table: f32 values, or bf16 pairs of d when rtPairs
   I quPos, qvPos, kPos, vPos, outPos;
   float* out;
-  I rtDim;  // rt's stride from one of D's rows to the next
+  I rtDim;  // rt's stride from one of D's rows (or pairs of rows) to the next
   I kvSize;
-  const std::uint32_t* rt2 = nullptr;  // RelAttentionArgs::rt2 of this head, when given
-  I rt2Dim = 0;
+  bool rtPairs;  // the table is PositionLayout::Bf16Pairs
 };
 
 HeadView headView(const RelAttentionArgs& a, I b, I h) {
@@ -119,17 +120,16 @@ HeadView headView(const RelAttentionArgs& a, I b, I h) {
           at(a.qv, a.qvStrides),
           bytes(a.k, a.kStrides),
           bytes(a.v, a.vStrides),
-          a.rt + h * a.rtHead,
+          static_cast<const float*>(a.rt.data) + h * a.rt.head,
           a.quStrides.pos,
           a.qvStrides.pos,
           a.kStrides.pos,
           a.vStrides.pos,
           a.outStrides.pos,
           at(a.out, a.outStrides),
-          a.rtDim,
+          a.rt.step,
           kvSize,
-          a.rt2 ? a.rt2 + h * a.rt2Head : nullptr,
-          a.rt2Dim};
+          a.path.table == PositionLayout::Bf16Pairs};
 }
 
 // Element c of key or value row j (base: hv.k or hv.v, pos: its position stride), as f32.
@@ -198,7 +198,7 @@ Task taskAt(const RelAttentionShape& s, I blocks, I t) {
 struct RowState {
   alignas(64) float o[kQueryBlock * kMaxD];
   alignas(64) std::uint32_t qu2[kQueryBlock][kMaxD / 2];  // the bf16 path's qu as bf16 pairs (quPairs)
-  alignas(64) std::uint32_t qv2[kQueryBlock][kMaxD / 2];  // and qv, when it reads rt2
+  alignas(64) std::uint32_t qv2[kQueryBlock][kMaxD / 2];  // and qv, when it reads a bf16-pair table
   alignas(64) float lanesL[kQueryBlock][16];              // the AVX-512 path's l, as 16 partial sums per row
   float m[kQueryBlock], l[kQueryBlock];
   KeyRange keys[kQueryBlock];
@@ -554,8 +554,8 @@ TXL_AVX512_BF16_INLINE void qvAt(const BlockView& bv, const RowState& st, I i0, 
 // uses MR - 1 - r lanes only: those of all rows are packed into one
 // accumulator (x[4]'s lanes permuted, qv blended per lane), 4 MR + 1 FMAs
 // per c instead of 5 MR; every lane keeps its own FMA chain, so the sums
-// are the same bits. With Pairs the table is rt2 (pairs of d in bf16,
-// RelAttentionArgs::rt2) and each step takes a pair of d.
+// are the same bits. With Pairs the table is in bf16 pairs of d
+// (PositionLayout::Bf16Pairs) and each step takes a pair of d.
 template <int MR, bool Pairs>
 TXL_AVX512_BF16_INLINE void bdTile(const BlockView& bv, const RowState& st, I i0, I r0, __m512 (&s)[MR][4]) {
   constexpr int kW = 5;  // 80 lanes >= 64 + MR - 1
@@ -573,8 +573,8 @@ TXL_AVX512_BF16_INLINE void bdTile(const BlockView& bv, const RowState& st, I i0
   const __m512i pidx = _mm512_load_si512(pidxLanes);
   const I srcW = bv.j0 + bv.q - i0 - MR;
   // 32-bit lanes of the table: f32 values, or bf16 pairs of d.
-  const float* rt = Pairs ? reinterpret_cast<const float*>(hv.rt2) + srcW : hv.rt + srcW;
-  const I rowStride = Pairs ? hv.rt2Dim : hv.rtDim, steps = Pairs ? (bv.d + 1) / 2 : bv.d;
+  const float* rt = hv.rt + srcW;
+  const I rowStride = hv.rtDim, steps = Pairs ? (bv.d + 1) / 2 : bv.d;
   __m512 x[kW], b[MR];
   if (srcW >= 0 && srcW + 16 * kW <= bv.k) {
     for (I c = 0; c < steps; ++c, rt += rowStride) {
@@ -657,11 +657,11 @@ TXL_AVX512_BF16 void rowPairs(const float* x, I pos, I i0, I rows, I d, std::uin
   }
 }
 
-// The task's qu (and qv when BD reads rt2) as bf16 pairs: once per task,
-// read by every key block.
+// The task's qu (and qv when BD reads the table in bf16 pairs) as bf16
+// pairs: once per task, read by every key block.
 TXL_AVX512_BF16 void quPairs(const HeadView& hv, const Task& t, I d, RowState& st) {
   rowPairs(hv.qu, hv.quPos, t.i0, t.rows, d, st.qu2);
-  if (hv.rt2) rowPairs(hv.qv, hv.qvPos, t.i0, t.rows, d, st.qv2);
+  if (hv.rtPairs) rowPairs(hv.qv, hv.qvPos, t.i0, t.rows, d, st.qv2);
 }
 
 // Row i's scores -> probabilities p (in place) against its new max; updates
@@ -765,7 +765,7 @@ template <int MR, bool Pairs>
 TXL_AVX512_BF16 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
                                  std::uint32_t (*p2)[kKeyBlock / 2], float* alpha) {
   __m512 s[MR][4];
-  if (Pairs && bv.hv->rt2) bdTile<MR, true>(bv, st, i0, r0, s);
+  if (Pairs && bv.hv->rtPairs) bdTile<MR, true>(bv, st, i0, r0, s);
   else bdTile<MR, false>(bv, st, i0, r0, s);
   if constexpr (Pairs) acTilePairs<MR>(bv, st, r0, s);
   else acTile<MR>(bv, i0, s);
@@ -991,45 +991,75 @@ bool relAttentionSupports(const RelAttentionShape& s) {
   return s.batch >= 1 && s.heads >= 1 && s.q >= 1 && s.k >= 1 && s.d >= 1 && s.d <= kMaxD;
 }
 
-// The pair path where AVX512-BF16's dot products pay. On a core with AMX
-// (Sapphire Rapids and later) vdpbf16ps does no more products per cycle
-// than two FMA ports, so once a widened key serves a few query rows the
-// widening path is faster; with one to three rows each key is used about
-// once, and widening it costs more than the pairs' packing. Measured there
-// (enwik8 base at bf16, 2 threads, the attention per segment, pairs against
-// widened, alternated): qlen 1 7.1-7.3 against 8.4-8.7 ms, qlen 4 10.1-10.2
-// against 10.2-11.1, qlen 16 14.6-16.2 against 14.0-14.2, qlen 80 43.5-45.3
-// against 34.7-36.7. On AVX512-BF16 without AMX (Cooper Lake) the pairs are
-// faster at every row count. A fixed rule by CPU feature and shape, not a
-// timing taken at start: a machine always runs the same arithmetic.
-bool relAttentionPairs(const RelAttentionShape& s) {
-  constexpr std::int64_t kPairRowsWithAmx = 4;  // query rows below which AMX cores take the pairs
-  return platform().avx512Bf16 && (!platform().amx || s.q < kPairRowsWithAmx);
+namespace {
+
+// Whether p's kernel reads p's table layout.
+bool readsTable(const AttentionPath& p) {
+  switch (p.kernel) {
+    case AttentionKernel::Portable:
+    case AttentionKernel::Blocks:
+      return p.table == PositionLayout::F32;
+    case AttentionKernel::Pairs:
+      return p.table == PositionLayout::F32 || p.table == PositionLayout::Bf16Pairs;
+    case AttentionKernel::Rows:
+      return p.table == PositionLayout::Bf16Rows;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* attentionPathName(const AttentionPath& p) {
+  if (!readsTable(p)) return "invalid";
+  switch (p.kernel) {
+    case AttentionKernel::Portable:
+      return "portable";
+    case AttentionKernel::Blocks:
+      return "blocks";
+    case AttentionKernel::Pairs:
+      return p.table == PositionLayout::Bf16Pairs ? "pairs" : "pairs-f32-table";
+    case AttentionKernel::Rows:
+      return "rows";
+  }
+  return "invalid";
+}
+
+bool relAttentionRuns(const AttentionPath& p, const RelAttentionShape& s, bool kvBf16) {
+  if (!relAttentionSupports(s) || !readsTable(p)) return false;
+  const Platform& cpu = platform();
+  switch (p.kernel) {
+    case AttentionKernel::Portable:
+      return true;
+    case AttentionKernel::Blocks:
+      return cpu.avx512;
+    case AttentionKernel::Pairs:
+      return cpu.avx512Bf16 && kvBf16 && (p.table != PositionLayout::Bf16Pairs || s.d % 2 == 0);
+    case AttentionKernel::Rows:
+      return cpu.avx512Bf16 && kvBf16 && s.heads <= detail::kRowsMaxHeads;
+  }
+  return false;
 }
 
 void relAttention(const RelAttentionArgs& a) {
-  if (a.kvBf16 && a.rtRows && relAttentionRowwise(a.shape)) detail::relAttentionRows(a);
-  else if (a.kvBf16 && relAttentionPairs(a.shape)) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
-  else if (platform().avx512) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
-  else runTasks(a, unmaskedKeys, portableTask);
+  TXL_CHECK(relAttentionRuns(a.path, a.shape, a.kvBf16),
+            std::string("rel_attention: this CPU does not run the path '") + attentionPathName(a.path) +
+                "' on this shape and key dtype");
+  switch (a.path.kernel) {
+    case AttentionKernel::Portable:
+      return runTasks(a, unmaskedKeys, portableTask);
+    case AttentionKernel::Blocks:
+      return runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
+    case AttentionKernel::Pairs:
+      return runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
+    case AttentionKernel::Rows:
+      return detail::relAttentionRows(a);
+  }
 }
 
 namespace detail {
 
 KeyRange unmaskedKeyRange(const RelAttentionArgs& a, std::int64_t i) {
   return platform().avx512 ? unmaskedKeysAvx512(a, i) : unmaskedKeys(a, i);
-}
-
-void relAttentionPortable(const RelAttentionArgs& a) { runTasks(a, unmaskedKeys, portableTask); }
-
-void relAttentionPaired(const RelAttentionArgs& a) {
-  if (a.kvBf16 && platform().avx512Bf16) runTasks(a, unmaskedKeysAvx512, avx512Task<true>);
-  else relAttentionWidened(a);
-}
-
-void relAttentionWidened(const RelAttentionArgs& a) {
-  if (platform().avx512) runTasks(a, unmaskedKeysAvx512, avx512Task<false>);
-  else relAttentionPortable(a);
 }
 
 }  // namespace detail
