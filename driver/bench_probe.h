@@ -30,7 +30,7 @@ struct ProbeResult {
   MatmulFigure f32, bf16;
   // The peak a model running its linears at `precision` (driver/precision.h
   // name) is measured against. int8's linears widen their int8 weights and
-  // multiply in f32 (backend/int8_linear.h): the f32 rate is their ceiling.
+  // multiply in f32 (backend/kernels/int8_linear.h): the f32 rate is their ceiling.
   const MatmulFigure& peakFor(const std::string& precision) const { return precision == "bf16" ? bf16 : f32; }
   double readBandwidthGbs = 0;
   bool cached = false;  // read from the cache file rather than measured now

@@ -1,7 +1,7 @@
 // ir/target_info.h - what passes may ask of the target they optimize for.
 //
 // Passes must not include backend/; the backend implements this interface
-// (backend/onednn_target_info.h) and tools hand it to the PassContext. A pass
+// (backend/onednn/onednn_target_info.h) and tools hand it to the PassContext. A pass
 // that plans a fusion builds the candidate op and asks whether the target runs
 // it on a fast path; if not, it skips the fusion with the target's reason
 // ("the lowering would pick a ref implementation").

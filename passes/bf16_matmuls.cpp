@@ -5,7 +5,7 @@
 // memory plan sizes their values: the activation's convert is a per-segment
 // reorder into a bf16 arena value; the weight's is a constant, which the
 // oneDNN backend never materializes: each matmul packs the f32 weight
-// straight into its bf16 blocked layout (backend/onednn_placement.cpp,
+// straight into its bf16 blocked layout (backend/onednn/onednn_placement.cpp,
 // convertedWhenPacked), so the model holds its matmul weights once, in bf16.
 // fold-constants leaves a convert of a bare weight alone for that reason; a
 // convert of a computed constant (the folded Q projection) is folded with its

@@ -6,7 +6,7 @@
 // (shift, scale, mask and softmax), P · V, and the permute back to
 // [Q, B, H, D]. rel_attention(qu, qv, k, v, rt, mask[, pad]) reads the
 // operands where they are and computes the scores per key block in
-// registers (backend/rel_attention.h): neither the scores nor the copies
+// registers (backend/kernels/rel_attention.h): neither the scores nor the copies
 // exist. What that buys is measured by `txlc bench ... --disable-pass
 // fuse-attention` (docs/PERFORMANCE.md).
 //

@@ -6,7 +6,7 @@
 // it and the reference backend computes exactly the values the int8 weights
 // stand for. The oneDNN backend never materializes a quantize that only
 // linear weights read: each linear quantizes the f32 weight into int8 rows
-// once per model as it packs it (backend/int8_linear.h), and the f32 pages of
+// once per model as it packs it (backend/kernels/int8_linear.h), and the f32 pages of
 // a weight from a file are dropped, so the model holds its matmul weights
 // once, at one byte each. fold-constants leaves every quantize alone and
 // folds a computed weight (the folded Q projection) into an f32 constant

@@ -1,4 +1,4 @@
-// backend/gemv.cpp - gemv(): per (batch index, block of n) one pass down B's
+// backend/kernels/gemv.cpp - gemv(): per (batch index, block of n) one pass down B's
 // rows. The loop over one block is cloned for AVX-512 (the rest of txlc
 // targets baseline x86-64), as in onednn_fused.cpp.
 #include "backend/kernels/gemv.h"

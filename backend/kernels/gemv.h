@@ -1,4 +1,4 @@
-// backend/gemv.h - matmuls with one row per batch index whose B is read
+// backend/kernels/gemv.h - matmuls with one row per batch index whose B is read
 // along its rows (matrix-vector products), an own kernel of the oneDNN
 // executor.
 //

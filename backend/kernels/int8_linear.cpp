@@ -1,4 +1,4 @@
-// backend/int8_linear.cpp - int8Linear(): tiles of MR rows by NR blocks of
+// backend/kernels/int8_linear.cpp - int8Linear(): tiles of MR rows by NR blocks of
 // 16 channels; per input, each block's 16 weights are widened once and
 // multiplied with the MR rows' input (no horizontal sums).
 // The AVX-512 form is chosen at run time (the rest of txlc targets baseline

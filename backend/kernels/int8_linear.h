@@ -1,4 +1,4 @@
-// backend/int8_linear.h - linear layers over int8 weight rows: the oneDNN
+// backend/kernels/int8_linear.h - linear layers over int8 weight rows: the oneDNN
 // executor's own kernel for --precision int8 (docs/PRECISION.md).
 //
 // A linear weight [n, k] is quantized once per model into int8 rows with one
@@ -13,7 +13,7 @@
 // products of a (row, channel) pair are accumulated in increasing k, each a
 // fused multiply-add, then scaled (s[c] · sum) and finished by the epilogue.
 // So a padded warm-up plan agrees bit for bit with the unpadded plans, as
-// the other kernels do (backend/gemv.h).
+// the other kernels do (backend/kernels/gemv.h).
 //
 //   auto w = kernels::quantizeInt8Rows(weight, n, k, threads);
 //   kernels::int8Linear(*w, {x, rows, bias, residual, relu, y, yBf16}, threads);

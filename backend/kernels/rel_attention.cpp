@@ -1,4 +1,4 @@
-// backend/rel_attention.cpp - relAttention(): Transformer-XL's attention of
+// backend/kernels/rel_attention.cpp - relAttention(): Transformer-XL's attention of
 // one layer in one pass (rel_attention.h), written for AVX-512 with a plain
 // fallback for other CPUs (the same blocks and anchoring; its exp and sums
 // round differently, within the tests' tolerance).

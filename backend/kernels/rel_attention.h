@@ -1,4 +1,4 @@
-// backend/rel_attention.h - Transformer-XL's attention of one layer in one
+// backend/kernels/rel_attention.h - Transformer-XL's attention of one layer in one
 // pass (flash-attention style, with the relative shift): an own kernel of
 // the oneDNN executor for the `rel_attention` op (passes/fuse_attention.cpp).
 //

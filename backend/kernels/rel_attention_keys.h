@@ -1,4 +1,4 @@
-// backend/rel_attention_keys.h - what kernels::relAttention's block-wise
+// backend/kernels/rel_attention_keys.h - what kernels::relAttention's block-wise
 // paths (rel_attention.cpp) and its row-wise path (rel_attention_rows.cpp)
 // share: the unmasked keys of one query row, which both skip without
 // reading them, and the row-wise kernel's entry and limits.

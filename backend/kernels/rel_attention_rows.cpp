@@ -1,4 +1,4 @@
-// backend/rel_attention_rows.cpp - relAttention's row-wise path
+// backend/kernels/rel_attention_rows.cpp - relAttention's row-wise path
 // (rel_attention.h): a query row at a time against bf16 keys and values, on
 // a CPU with AVX512-BF16: AttentionKernel::Rows, which the lowering chooses
 // for a single query row (a generated token, onednn::attentionPath) with the

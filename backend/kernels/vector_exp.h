@@ -1,4 +1,4 @@
-// backend/vector_exp.h - exp of a non-positive float, written so that a
+// backend/kernels/vector_exp.h - exp of a non-positive float, written so that a
 // `#pragma omp simd` loop calling it vectorizes (no libm call, no branch):
 // the own kernels' softmax and log-sum-exp (onednn_fused.cpp) share it.
 //

@@ -1,4 +1,4 @@
-// backend/onednn_arena.cpp - phase 5 of the oneDNN plan (onednn_phases.h):
+// backend/onednn/onednn_arena.cpp - phase 5 of the oneDNN plan (onednn_phases.h):
 // the arena's offsets, its one allocation, and every address bound.
 //
 // Only the arena values that own their memory (sameAs < 0) are requests to

@@ -1,6 +1,6 @@
-// backend/onednn_executor.cpp - compile a graph into a oneDNN plan; run it.
+// backend/onednn/onednn_executor.cpp - compile a graph into a oneDNN plan; run it.
 //
-// compile() runs the phases of backend/onednn_phases.h in order: placement,
+// compile() runs the phases of backend/onednn/onednn_phases.h in order: placement,
 // liveness, in place, lowering, arena. run() binds the input handles,
 // executes the steps on one stream, waits; a serial step runs with OpenMP's
 // thread count set to 1 (OnednnOptions::serialBelowNs).

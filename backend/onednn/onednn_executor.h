@@ -1,4 +1,4 @@
-// backend/onednn_executor.h - the oneDNN executor: a graph lowered to a plan
+// backend/onednn/onednn_executor.h - the oneDNN executor: a graph lowered to a plan
 // of oneDNN primitives and a few own kernels, built once per static shape.
 //
 // compile() walks the graph in topological order and turns every op into one
@@ -8,7 +8,7 @@
 // backend/memory_plan.h), constant buffers for
 // attribute-only ops (pos_encoding, attn_mask, constant) and for weights that a
 // primitive wants in a blocked layout (packed once per executor, i.e. per
-// model, and shared by its plans: backend/packed_weights.h), and the user's
+// model, and shared by its plans: backend/onednn/packed_weights.h), and the user's
 // own weight and input buffers, bound without copying. run() rebinds the input handles, executes
 // every step on one stream and returns views of the plan's buffers.
 //
@@ -40,11 +40,11 @@ struct OnednnOptions {
   // memory.
   std::size_t maxBlockedWeightBytes = std::size_t(64) << 20;
   // Once a plan is compiled, drop the resident pages of file-backed weights
-  // that plans read only packed (backend/packed_weights.h): the packed copy
+  // that plans read only packed (backend/onednn/packed_weights.h): the packed copy
   // replaces the plain one in memory, the file still holds it.
   bool releasePackedPlainPages = true;
   // Matmuls with one row per batch index whose B is read along its rows (one
-  // generated token's BD and p · V) run on the own kernel of backend/gemv.h
+  // generated token's BD and p · V) run on the own kernel of backend/kernels/gemv.h
   // instead of oneDNN's, which is slower on these shapes (docs/LOG.md).
   bool ownGemv = true;
   // A step whose estimated one-thread time is under this many nanoseconds

@@ -1,4 +1,4 @@
-// backend/onednn_fused.cpp - the oneDNN lowering of rel_scores, rel_attention,
+// backend/onednn/onednn_fused.cpp - the oneDNN lowering of rel_scores, rel_attention,
 // logprob_pick and fused_linear.
 //
 // rel_scores is an own kernel: per score row, one loop over the keys that the
@@ -13,7 +13,7 @@
 // onednn_phases.h): no second [B, H, q, k] buffer, and no read-for-ownership
 // of one.
 //
-// rel_attention runs backend/rel_attention.h's kernel on its operands where
+// rel_attention runs backend/kernels/rel_attention.h's kernel on its operands where
 // they are (k and v are column ranges of the memory window's rows), on the
 // path attentionPath chooses here once per node; the step's name carries it
 // ("txl:rel_attention:rows").

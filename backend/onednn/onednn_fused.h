@@ -1,4 +1,4 @@
-// backend/onednn_fused.h - oneDNN lowering of the fused ops the passes
+// backend/onednn/onednn_fused.h - oneDNN lowering of the fused ops the passes
 // introduce: rel_scores (an own kernel, one pass over the score block),
 // logprob_pick (an own kernel, one read of a logits row per target in range) and
 // fused_linear (one matmul primitive with bias and eltwise_relu / binary_add

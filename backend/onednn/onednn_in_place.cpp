@@ -1,4 +1,4 @@
-// backend/onednn_in_place.cpp - phase 3 of the oneDNN plan (onednn_phases.h):
+// backend/onednn/onednn_in_place.cpp - phase 3 of the oneDNN plan (onednn_phases.h):
 // an elementwise-shaped node computes into its operand's memory when that
 // operand's value dies at it.
 //

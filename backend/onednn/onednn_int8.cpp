@@ -1,6 +1,6 @@
-// backend/onednn_int8.cpp - the lowering of int8-matmuls' graphs: linears
+// backend/onednn/onednn_int8.cpp - the lowering of int8-matmuls' graphs: linears
 // over quantized weights run txl:int8_linear on the model's int8 rows of each
-// weight (backend/int8_linear.h), made once per model through PackedWeights
+// weight (backend/kernels/int8_linear.h), made once per model through PackedWeights
 // and shared by every plan; a quantize some other op reads is computed.
 #include "backend/kernels/int8_linear.h"
 #include "backend/onednn/onednn_lowering.h"

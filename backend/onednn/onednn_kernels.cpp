@@ -1,4 +1,4 @@
-// backend/onednn_kernels.cpp - plain-loop kernels of the oneDNN executor.
+// backend/onednn/onednn_kernels.cpp - plain-loop kernels of the oneDNN executor.
 #include "backend/onednn/onednn_kernels.h"
 
 #include <cmath>

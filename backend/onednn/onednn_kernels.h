@@ -1,4 +1,4 @@
-// backend/onednn_kernels.h - the own kernels of the oneDNN executor: plain
+// backend/onednn/onednn_kernels.h - the own kernels of the oneDNN executor: plain
 // loops for what oneDNN has no primitive for (gathers, masks, the unfused
 // rel-shift) and for i64 data, which oneDNN primitives do not take.
 //

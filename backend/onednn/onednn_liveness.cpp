@@ -1,4 +1,4 @@
-// backend/onednn_liveness.cpp - phase 2 of the oneDNN plan (onednn_phases.h):
+// backend/onednn/onednn_liveness.cpp - phase 2 of the oneDNN plan (onednn_phases.h):
 // how long every arena value must hold its contents.
 //
 // An aliased node (a reshape, a slice or permute viewed in place, a sink of

@@ -1,4 +1,4 @@
-// backend/onednn_lowering.cpp - one case per op kind: the steps (primitives
+// backend/onednn/onednn_lowering.cpp - one case per op kind: the steps (primitives
 // with argument maps, or own kernels) that compute a node into its view.
 //
 // Values are dense row-major; strided access (transposes, slices, permutes,
@@ -124,7 +124,7 @@ bool Lowering::packsWeight(const View& w) const {
 ir::TensorType storedWeightType(const View& w) { return {w.storedAs.value_or(w.type.dtype), w.type.shape}; }
 
 // A constant weight in the layout `wantMd`: bound as is when that is its
-// plain layout, else the model's packed copy (backend/packed_weights.h),
+// plain layout, else the model's packed copy (backend/onednn/packed_weights.h),
 // made now if no live plan holds it yet.
 dnnl::memory Lowering::constantWeights(const View& w, const memory::desc& plainMd, const memory::desc& wantMd) {
   if (wantMd == plainMd) return mem(w, plainMd);

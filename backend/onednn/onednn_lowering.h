@@ -1,5 +1,5 @@
-// backend/onednn_lowering.h - the per-op lowering that fills the oneDNN
-// plan (backend/onednn_plan.h) with steps (internal to backend/).
+// backend/onednn/onednn_lowering.h - the per-op lowering that fills the oneDNN
+// plan (backend/onednn/onednn_plan.h) with steps (internal to backend/).
 #pragma once
 
 #include <cstddef>

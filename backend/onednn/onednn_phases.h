@@ -1,5 +1,5 @@
-// backend/onednn_phases.h - the phases that compile a graph into a oneDNN
-// plan (backend/onednn_plan.h), in the order the executor runs them
+// backend/onednn/onednn_phases.h - the phases that compile a graph into a oneDNN
+// plan (backend/onednn/onednn_plan.h), in the order the executor runs them
 // (internal to backend/).
 //
 // The core data structure is the Placement: for every node the view of its

@@ -1,4 +1,4 @@
-// backend/onednn_placement.cpp - phase 1 of the oneDNN plan (onednn_phases.h):
+// backend/onednn/onednn_placement.cpp - phase 1 of the oneDNN plan (onednn_phases.h):
 // where every node's value lives.
 //
 // Every value is a dense row-major tensor at a byte offset in a buffer:

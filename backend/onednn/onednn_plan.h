@@ -1,4 +1,4 @@
-// backend/onednn_plan.h - the execution plan of the oneDNN executor: its
+// backend/onednn/onednn_plan.h - the execution plan of the oneDNN executor: its
 // buffers, the views of values in them, the steps and the late bindings
 // (internal to backend/).
 //
@@ -8,7 +8,7 @@
 // lowered and the arena planned), a constant allocation, a user input
 // (rebound on every run) or a user weight (bound once). dnnl::memory objects
 // over arena and input buffers are listed in `bindings` and bound late.
-// The phases that fill a plan are in backend/onednn_phases.h.
+// The phases that fill a plan are in backend/onednn/onednn_phases.h.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// backend/onednn_primitives.cpp - the primitive descriptors of the oneDNN
+// backend/onednn/onednn_primitives.cpp - the primitive descriptors of the oneDNN
 // lowering, built from types and attributes only, so that the target info
 // (which has no data) asks oneDNN exactly what the lowering will get.
 #include <numeric>

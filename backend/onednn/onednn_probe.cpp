@@ -1,4 +1,4 @@
-// backend/onednn_probe.cpp - matmul peak and read bandwidth (onednn_probe.h).
+// backend/onednn/onednn_probe.cpp - matmul peak and read bandwidth (onednn_probe.h).
 #include "backend/onednn/onednn_probe.h"
 
 #include <omp.h>

@@ -1,4 +1,4 @@
-// backend/onednn_probe.h - what this machine can do: the best f32 and bf16
+// backend/onednn/onednn_probe.h - what this machine can do: the best f32 and bf16
 // matmul rates oneDNN reaches and the memory read bandwidth, measured, plus the thread
 // count oneDNN runs with. `txlc bench` runs the probes in a child process
 // (`txlc bench-probe`) so that their gigabyte of memory never shows up in the

@@ -1,4 +1,4 @@
-// backend/onednn_target_info.cpp - asks oneDNN which implementation the
+// backend/onednn/onednn_target_info.cpp - asks oneDNN which implementation the
 // lowering of a node would get.
 #include "backend/onednn/onednn_target_info.h"
 

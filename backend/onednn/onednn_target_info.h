@@ -1,4 +1,4 @@
-// backend/onednn_target_info.h - ir::TargetInfo for the oneDNN executor.
+// backend/onednn/onednn_target_info.h - ir::TargetInfo for the oneDNN executor.
 //
 // slowPathReason() builds the primitive descriptor the lowering would build
 // for the node (from its operand types and attributes) and reports a `ref`

@@ -1,4 +1,4 @@
-// backend/packed_weights.cpp - PackedWeights.
+// backend/onednn/packed_weights.cpp - PackedWeights.
 #include "backend/onednn/packed_weights.h"
 
 #include <algorithm>

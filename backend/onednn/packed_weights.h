@@ -1,4 +1,4 @@
-// backend/packed_weights.h - constant weights in the layouts primitives ask
+// backend/onednn/packed_weights.h - constant weights in the layouts primitives ask
 // for, made once per model, and the plain copies they make unnecessary.
 //
 // A matmul runs fastest on weights reordered ("packed") into a blocked
@@ -99,7 +99,7 @@ class PackedWeights {
                                           const dnnl::memory::desc& packedMd, const dnnl::engine& engine,
                                           bool* made = nullptr, const Source* source = nullptr);
 
-  // The f32 linear weight [n, k] at `plain` as int8 rows (backend/int8_linear.h):
+  // The f32 linear weight [n, k] at `plain` as int8 rows (backend/kernels/int8_linear.h):
   // the copy some live plan already holds, or one quantized now on at most
   // `threads` threads. With a file-backed `source`, the plain pages are
   // dropped slice by slice as they are quantized, as get() does.

@@ -1,4 +1,4 @@
-// backend/reference_fused_kernels.cpp - relScores(), relAttention(), fusedLinear()
+// backend/reference/reference_fused_kernels.cpp - relScores(), relAttention(), fusedLinear()
 // and logprobPick().
 //
 // fusedLinear and relAttention compose the unfused reference kernels, so a fused graph is

@@ -1,4 +1,4 @@
-// backend/reference_fused_kernels.h - reference kernels of the fused ops the
+// backend/reference/reference_fused_kernels.h - reference kernels of the fused ops the
 // passes introduce (rel_scores, rel_attention, fused_linear, logprob_pick): plain loops, the ground truth
 // their oneDNN lowerings (onednn_fused.cpp) are tested against.
 //

@@ -1,4 +1,4 @@
-// backend/reference_interpreter.cpp - a plan that runs each node's reference kernel in turn.
+// backend/reference/reference_interpreter.cpp - a plan that runs each node's reference kernel in turn.
 //
 // Algorithm:
 //   1. compile: verify the graph, check the weights, and flatten the graph in

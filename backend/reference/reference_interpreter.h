@@ -1,8 +1,8 @@
-// backend/reference_interpreter.h - the reference executor: the IR run op by op.
+// backend/reference/reference_interpreter.h - the reference executor: the IR run op by op.
 //
 // The ground truth the passes and the oneDNN lowering are checked against.
 // Its plan walks the graph in topological order, keeps one tensor per node and
-// runs each node's kernel from backend/reference_kernels.h; nothing is fused,
+// runs each node's kernel from backend/reference/reference_kernels.h; nothing is fused,
 // reordered or reused. Inputs, weights and memories are read in place (never
 // copied). Outputs come back by name, memory writes as "mem.<slot>".
 //

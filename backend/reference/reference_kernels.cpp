@@ -1,4 +1,4 @@
-// backend/reference_kernels.cpp - the reference kernels: plain loops, one per op.
+// backend/reference/reference_kernels.cpp - the reference kernels: plain loops, one per op.
 //
 // Index math is shared: a flat index of the result is turned into an offset in
 // an operand through per-dimension strides (0 along broadcast dimensions), and

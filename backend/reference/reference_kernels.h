@@ -1,4 +1,4 @@
-// backend/reference_kernels.h - one plain-loop kernel per IR op: the ground truth.
+// backend/reference/reference_kernels.h - one plain-loop kernel per IR op: the ground truth.
 //
 // Each function computes exactly what ir/ops.def says its op computes, over
 // host tensors, and returns a fresh tensor (reshape returns a view: tensors are

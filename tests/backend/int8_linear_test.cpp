@@ -1,5 +1,5 @@
 // tests/backend/int8_linear_test.cpp - int8 rows (ir/int8.h) and the int8
-// linear kernel (backend/int8_linear.h): the quantization's rounding, the
+// linear kernel (backend/kernels/int8_linear.h): the quantization's rounding, the
 // kernel against an f64 product of the rows' values, the epilogues, the bf16
 // result, and the same sums whatever the rows, threads and CPU path.
 #include <catch2/catch.hpp>

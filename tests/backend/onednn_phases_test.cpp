@@ -1,5 +1,5 @@
 // tests/backend/onednn_phases_test.cpp - each phase of the oneDNN plan
-// (backend/onednn_phases.h) on its own: placement, liveness, in place,
+// (backend/onednn/onednn_phases.h) on its own: placement, liveness, in place,
 // lowering, arena, each run on the plan the earlier phases made.
 #include <catch2/catch.hpp>
 
