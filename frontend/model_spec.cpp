@@ -14,6 +14,8 @@
 // The first problem found ends the parse with one txl::Error line.
 #include "frontend/model_spec.h"
 
+#include "frontend/file_form.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -620,6 +622,18 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
 }
 
 ModelSpec loadModelSpec(const std::string& path) {
+  // A binary file is named for what it is, not reported as a JSON syntax error.
+  switch (const FileForm form = sniffFile(path)) {
+    case FileForm::TorchZip:
+    case FileForm::Pickle:
+    case FileForm::Safetensors:
+    case FileForm::Artifact:
+    case FileForm::Executable:
+    case FileForm::Binary:
+      throw Error(notSpecMessage(path, form));
+    default:
+      break;
+  }
   const std::string text = readInputFile(path, kMaxSpecBytes, "a spec JSON file");
   return parseModelSpec(parseJsonText(text, path), path);
 }

@@ -9,6 +9,7 @@
 #include "driver/model_summary.h"
 #include "driver/standalone.h"
 #include "tools/cli_checks.h"
+#include "frontend/file_form.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
@@ -33,9 +34,11 @@ void registerInfo(CLI::App& app, Action& action) {
     action = [o] {
       const OpenOptions open = o->model.openOptions();
       const std::string& path = o->model.model;
-      // A spec file without weights: its spec and what follows from it.
-      const bool specOnly = !open.weights && std::filesystem::is_regular_file(path) && !looksLikeArtifact(path) &&
-                            !readStandaloneTrailer(path);
+      // A spec file without weights: its spec and what follows from it. Any
+      // other file (a checkpoint, safetensors weights, an artifact) is opened
+      // whole, or named for what it is.
+      const bool specOnly = !open.weights && std::filesystem::is_regular_file(path) &&
+                            frontend::sniffFile(path) == frontend::FileForm::Json;
       const nlohmann::json d =
           describeModel(specOnly ? modelFrom(openSpec(path, open), {}, path) : openModel(path, open));
       if (o->json) std::cout << d.dump(2) << std::endl;
