@@ -44,7 +44,11 @@ FileForm sniffBytes(std::string_view bytes, std::uint64_t fileSize) {
   if (n >= 4 && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4) return FileForm::TorchZip;
   if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5) return FileForm::Pickle;
   if (n >= 8 && std::memcmp(head, "TXLCART\0", 8) == 0) return FileForm::Artifact;
-  if (n >= 4 && std::memcmp(head, "\x7f" "ELF", 4) == 0) return FileForm::Executable;
+  if (n >= 4 && std::memcmp(head,
+                            "\x7f"
+                            "ELF",
+                            4) == 0)
+    return FileForm::Executable;
   if (n >= 9) {
     std::uint64_t len = 0;
     for (int i = 7; i >= 0; --i) len = (len << 8) | head[i];
@@ -89,8 +93,8 @@ std::string describeFile(const std::string& path, FileForm form) {
       return "a PyTorch checkpoint (zip)";
     case FileForm::Pickle:
       if (isVocabularyPickle(path))
-        return "a vocabulary pickle (" + std::string(fileName(path) == "vocab.pkl" ? "Hugging Face's vocab.pkl" : "idx2sym") +
-               ")";
+        return "a vocabulary pickle (" +
+               std::string(fileName(path) == "vocab.pkl" ? "Hugging Face's vocab.pkl" : "idx2sym") + ")";
       return "a Python pickle that holds no PyTorch model";
     case FileForm::Safetensors:
       return "a safetensors file";
@@ -123,7 +127,8 @@ std::string notModelMessage(const std::string& path, FileForm form, const std::s
 std::string notSpecMessage(const std::string& path, FileForm form) {
   const std::string what = describeFile(path, form);
   if (form == FileForm::Artifact)
-    return path + ": " + what + ", not a spec JSON file; an artifact holds its spec and weights: give it as MODEL alone";
+    return path + ": " + what +
+           ", not a spec JSON file; an artifact holds its spec and weights: give it as MODEL alone";
   if (form == FileForm::TorchZip)
     return path + ": " + what + ", not a spec JSON file; give it as MODEL (its spec from config.json beside it)";
   return path + ": " + what + ", not a spec JSON file (config.json)";

@@ -18,7 +18,7 @@
 namespace txl::frontend {
 
 enum class FileForm {
-  Unreadable,   // missing, not a regular file, or cannot be opened
+  Unreadable,  // missing, not a regular file, or cannot be opened
   Empty,
   Json,         // first non-whitespace byte '{' or '['
   TorchZip,     // "PK\3\4": torch.save's zip format

@@ -16,6 +16,7 @@
 
 #include "frontend/file_form.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -635,7 +636,17 @@ ModelSpec loadModelSpec(const std::string& path) {
       break;
   }
   const std::string text = readInputFile(path, kMaxSpecBytes, "a spec JSON file");
-  return parseModelSpec(parseJsonText(text, path), path);
+  const nlohmann::json j = parseJsonText(text, path);
+  // A vocabulary in JSON (txlc's {"type", "symbols"}, or a symbol -> id map) is named, not reported as a missing key.
+  if (j.is_object() && !j.empty() && !j.contains("n_token") && !j.contains("vocab_size") && !j.contains("n_layer") &&
+      !j.contains("d_model") && !j.contains("n_head")) {
+    const bool txlcVocab = j.contains("symbols") && j.contains("type");
+    const bool idMap = std::all_of(j.begin(), j.end(), [](const nlohmann::json& v) { return v.is_number_integer(); });
+    if (txlcVocab || idMap)
+      throw Error(
+          path + ": a vocabulary (JSON), not a model spec; give the folder that holds it (or pass it as --vocab FILE)");
+  }
+  return parseModelSpec(j, path);
 }
 
 }  // namespace txl::frontend
