@@ -359,8 +359,11 @@ segment before and after the passes, and the fusions ('text' or 'json').)")
 
 Opens a model in any form the command line accepts: a model directory
 (config.json, weights, vocabulary; a Hugging Face transfo-xl folder), a spec
-file with weights= (or random_weights=True), a compiled artifact, or a
-PyTorch checkpoint folder. vocab= replaces or gives the vocabulary.
+file with weights= (or random_weights=True), a compiled artifact, a
+PyTorch checkpoint folder or file (pytorch_model.bin, the authors' model.pt),
+or safetensors weights with config.json beside them; recognized by content,
+any other file is an InputError naming what it is. vocab= replaces or gives
+the vocabulary.
 
 Setting keywords, named as the command line's flags: batch, qlen, mem_len,
 clamp_len, same_length, initial_memory ('zeros' or 'empty'), threads
