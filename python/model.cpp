@@ -306,7 +306,8 @@ whitespace-separated token ids. The GIL is released while it runs.)")
 Samples n tokens after `prompt`, as `txlc generate` does: the same seed and
 setting give the same tokens. Returns a Generation, an iterator yielding the
 text of each token as it is chosen (its token_ids grow alongside); with
-stream=False, the whole generated text as a str. Batch 1.)")
+stream=False, the whole generated text as a str. Batch 1. temperature=0 is
+greedy decoding (the same as greedy=True).)")
       .def(
           "encode", [](const PyModel& p, const std::string& text, bool eos) { return encode(p, text, eos); },
           py::arg("text"), py::kw_only(), py::arg("eos_at_end") = true,

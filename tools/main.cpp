@@ -2,6 +2,7 @@
 //
 // Exit codes are in tools/exit_codes.h. stdout carries only the result asked
 // for; every message goes to stderr as one line "txlc: error: ...".
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -77,6 +78,16 @@ int main(int argc, char** argv) {
                 << (near.empty() ? "" : " (did you mean '" + near + "'?)") << "; expected one of: " << known
                 << " (run '" << program << " --help')" << std::endl;
       return kExitUsage;
+    }
+    // -m MODEL (llama.cpp's spelling) anywhere: moved to the front, so that
+    // the positionals after it fill FILE, not MODEL a second time.
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--") break;
+      const int width = (a == "-m" || a == "--model") && i + 1 < argc ? 2 : a.starts_with("--model=") ? 1 : 0;
+      if (width == 0) continue;
+      std::rotate(argv + 2, argv + i, argv + i + width);
+      break;
     }
     // A flag the command does not take is named first, with the nearest it does take.
     if (const std::string m = unknownFlagMessage(*named.front(), 2, argc, argv); !m.empty()) {

@@ -33,7 +33,7 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
                                     "default: the model's semantics'")
                          ->check(CLI::IsMember({"zeros", "empty"}));
   if (shape != Shape::None)
-    cmd.add_option("--threads", threads,
+    cmd.add_option("-t,--threads", threads,
                    "OpenMP threads for the oneDNN backend (default: the machine's physical cores, or OpenMP's "
                    "default when OMP_NUM_THREADS is set; 0: OpenMP's default)")
         ->check(threadCountCheck());
