@@ -78,7 +78,7 @@ ModelSpec loadModelFileSpec(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return loadModelSpec((fs::path(path) / "config.json").string());
   const FileForm form = sniffFile(path);
-  if (form == FileForm::Unreadable || form == FileForm::Json) return loadModelSpec(path);
+  if (form == FileForm::Unreadable || form == FileForm::Json || form == FileForm::Binary) return loadModelSpec(path);
   if (isCheckpointForm(path, form) || form == FileForm::Safetensors) {
     LoadOptions o;
     o.randomWeights = true;  // the spec only: no weights are bound
@@ -162,7 +162,8 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
       m.spec = loadModelSpec(config.string());
       m.vocabPath = vocabularyIn(m.dir, modelPath);
       if (!options.randomWeights) weights = modelPath;
-    } else if (form == FileForm::Json || form == FileForm::Unreadable) {
+    } else if (form == FileForm::Json || form == FileForm::Unreadable || form == FileForm::Binary) {
+      // JSON, and what is no known form: the spec reader names what is wrong (size, NUL bytes, syntax).
       m.spec = loadModelSpec(modelPath);
       if (weightsPath) {
         weights = *weightsPath;

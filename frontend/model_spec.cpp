@@ -623,14 +623,13 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
 }
 
 ModelSpec loadModelSpec(const std::string& path) {
-  // A binary file is named for what it is, not reported as a JSON syntax error.
+  // A file of a known binary form is named for what it is, not reported as a JSON syntax error.
   switch (const FileForm form = sniffFile(path)) {
     case FileForm::TorchZip:
     case FileForm::Pickle:
     case FileForm::Safetensors:
     case FileForm::Artifact:
     case FileForm::Executable:
-    case FileForm::Binary:
       throw Error(notSpecMessage(path, form));
     default:
       break;

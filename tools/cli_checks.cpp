@@ -152,7 +152,7 @@ void addModelArgument(CLI::App& cmd, std::string& model, const std::string& help
     model = driver::kEmbeddedModelPath;
     return;
   }
-  cmd.add_option("model,-m,--model", model, help)->required();  // -m: llama.cpp's spelling
+  cmd.add_option("model", model, help)->required();  // -m/--model MODEL: moved into place by main()
 }
 
 bool stderrIsTerminal() { return ::isatty(2) == 1; }

@@ -79,15 +79,26 @@ int main(int argc, char** argv) {
                 << " (run '" << program << " --help')" << std::endl;
       return kExitUsage;
     }
-    // -m MODEL (llama.cpp's spelling) anywhere: moved to the front, so that
-    // the positionals after it fill FILE, not MODEL a second time.
-    for (int i = 2; i < argc; ++i) {
+    // -m MODEL, --model MODEL, --model=MODEL (llama.cpp's spellings)
+    // anywhere: MODEL becomes the first positional, so that the positionals
+    // after it fill FILE, not MODEL a second time.
+    for (int i = 2; i < argc && !embeddedArtifact(); ++i) {
       const std::string a = argv[i];
       if (a == "--") break;
-      const int width = (a == "-m" || a == "--model") && i + 1 < argc ? 2 : a.starts_with("--model=") ? 1 : 0;
-      if (width == 0) continue;
-      std::rotate(argv + 2, argv + i, argv + i + width);
-      break;
+      if ((a == "-m" || a == "--model") && i + 1 < argc) {
+        char* value = argv[i + 1];
+        std::rotate(argv + 2, argv + i, argv + i + 2);  // "-m MODEL" first
+        argv[2] = value;                                // then MODEL alone
+        std::copy(argv + 4, argv + argc, argv + 3);
+        --argc;
+        break;
+      }
+      if (a.starts_with("--model=")) {
+        char* value = argv[i] + 8;
+        std::rotate(argv + 2, argv + i, argv + i + 1);
+        argv[2] = value;
+        break;
+      }
     }
     // A flag the command does not take is named first, with the nearest it does take.
     if (const std::string m = unknownFlagMessage(*named.front(), 2, argc, argv); !m.empty()) {
