@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -138,7 +139,16 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
       if (weightsPath)
         throw Error("--weights " + *weightsPath + ": " + modelPath +
                     " is a PyTorch checkpoint that holds its weights; give one of them");
-      const CheckpointModel cm = readCheckpointModel(modelPath, std::nullopt);
+      CheckpointModel cm;
+      try {
+        cm = readCheckpointModel(modelPath, std::nullopt);
+      } catch (const Error& e) {
+        // import's advice (--spec) is not a flag of the model commands: say what works here.
+        if (std::string_view(e.what()).find("a state dict carries no hyperparameters") == std::string_view::npos) throw;
+        throw Error(modelPath +
+                    ": a state dict carries no hyperparameters; put config.json beside it, or give a spec JSON file "
+                    "as MODEL and this file as --weights FILE");
+      }
       m.spec = cm.spec;
       m.vocabPath = vocabularyIn(m.dir, modelPath);
       if (options.specOnly) return m;

@@ -52,6 +52,7 @@ def test_other_files_are_named(txlc, tmp_path):
     expect("model-vocab-text", lambda: txlc.load(MODELS / "kjv-words" / "vocab.txt"))
     expect("model-vocab-json", lambda: txlc.load(MODELS / "kjv-char" / "vocab.json"))
     expect("model-text", lambda: txlc.load(MODELS / "kjv-char" / "valid.txt"))
+    expect("model-state-dict", lambda: txlc.load(CHECKPOINTS / "authors_model" / "state_dict.pt"))
     expect("model-safetensors-alone", lambda: txlc.load(CHECKPOINTS / "expected" / "hf_tiny.model.safetensors"))
     expect(
         "model-checkpoint-weights",
