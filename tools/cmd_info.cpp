@@ -25,7 +25,8 @@ void registerInfo(CLI::App& app, Action& action) {
   CLI::App* cmd =
       app.add_subcommand("info", "what a model, artifact or standalone executable is: spec, semantics, sizes, setting");
   addModelArgument(*cmd, o->model.model,
-                   "a model directory, a spec file (with --weights), an artifact or a standalone executable");
+                   "a model directory, a spec file (with --weights), a PyTorch checkpoint or safetensors file with "
+                   "config.json beside it, an artifact or a standalone executable (also -m MODEL)");
   if (!embeddedArtifact())
     o->model.weightsOpt = cmd->add_option("--weights", o->model.weights, "weights for a spec file");
   o->model.vocabOpt = cmd->add_option("--vocab", o->model.vocab, "a vocabulary file for a spec file");

@@ -8,7 +8,9 @@
 namespace txl::tools {
 
 void ModelFlags::add(CLI::App& cmd, Shape shape) {
-  addModelArgument(cmd, model, "a model directory, a spec file (with --weights) or a compiled artifact");
+  addModelArgument(cmd, model,
+                   "a model directory, a spec file (with --weights), a PyTorch checkpoint (.bin, .pt) or safetensors "
+                   "file with config.json beside it, or a compiled artifact (also -m MODEL)");
   if (!embeddedArtifact())
     weightsOpt =
         cmd.add_option("--weights", weights, "safetensors weights (for a spec file, or to override a directory's)");
