@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "driver/standalone.h"
+#include "frontend/checkpoint_model.h"
 #include "frontend/model_loader.h"
 #include "ir/check.h"
 
@@ -97,9 +98,9 @@ Model openModel(const std::string& path, const OpenOptions& options) {
       }
     }
   }
-  if (loaded.weightsPath.ends_with(".bin") || loaded.weightsPath.ends_with(".pt") ||
-      loaded.weightsPath.ends_with(".pth"))
-    m.form = "checkpoint";
+  // "checkpoint": a checkpoint file as MODEL, or the checkpoint a folder or --weights names.
+  if (m.form == "spec" && frontend::isTorchCheckpointFile(path)) m.form = "checkpoint";
+  if (!loaded.weightsPath.empty() && frontend::isTorchCheckpointFile(loaded.weightsPath)) m.form = "checkpoint";
   for (const auto& w : loaded.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
   m.spec = std::move(loaded.spec);
   m.weights = std::move(loaded.weights);
@@ -121,8 +122,7 @@ frontend::ModelSpec openSpec(const std::string& path, const OpenOptions& options
     lo.seed = options.seed;
     return frontend::loadModel(path, options.weights, lo).spec;
   }
-  namespace fs = std::filesystem;
-  return frontend::loadModelSpec(fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path);
+  return frontend::loadModelFileSpec(path);
 }
 
 Model modelFrom(frontend::ModelSpec spec, ir::TensorMap weights, std::string path) {

@@ -1,7 +1,8 @@
 // driver/model.h - a model as a user names it: directory, spec file, artifact or the running executable.
 //
 // openModel() accepts a model directory, a spec file (with weights or random
-// weights), a compiled artifact (detected by its magic), a standalone
+// weights), a PyTorch checkpoint file or safetensors weights with config.json
+// beside them (recognized by content, frontend/file_form.h), a compiled artifact (detected by its magic), a standalone
 // executable (detected by its trailer: the artifact it carries), or - in a
 // standalone executable - the artifact embedded in the running binary. Every problem is
 // one txl::Error line naming the file.
@@ -32,8 +33,8 @@ struct OpenOptions {
 
 struct Model {
   std::string path;  // as the user named it (or the executable, embedded)
-  // What `path` is: "directory", "spec", "checkpoint" (a spec or directory
-  // whose weights are a PyTorch checkpoint), "artifact", "executable" (a
+  // What `path` is: "directory", "spec", "checkpoint" (a checkpoint file, or a
+  // spec or directory whose weights are a PyTorch checkpoint), "artifact", "executable" (a
   // standalone executable named as a model) or "embedded" (the running one's).
   std::string form;
   frontend::ModelSpec spec;

@@ -19,8 +19,8 @@ std::string number(double v) {
 }  // namespace
 
 void checkSamplerOptions(const SamplerOptions& o) {
-  if (!(o.temperature > 0) || !std::isfinite(o.temperature))
-    throw Error("--temperature: expected a number above 0, got '" + number(o.temperature) + "'");
+  if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
+    throw Error("--temperature: expected a number at least 0 (0: greedy), got '" + number(o.temperature) + "'");
   if (o.topK < 0) throw Error("--top-k: expected a non-negative integer, got '" + std::to_string(o.topK) + "'");
   if (!(o.topP > 0 && o.topP <= 1)) throw Error("--top-p: expected a number in (0, 1], got '" + number(o.topP) + "'");
 }
@@ -28,7 +28,7 @@ void checkSamplerOptions(const SamplerOptions& o) {
 std::int64_t Sampler::next(std::span<const float> logprob) {
   TXL_CHECK(!logprob.empty(), "empty distribution");
   const std::int64_t n = std::int64_t(logprob.size());
-  if (options_.greedy) {
+  if (options_.greedy || options_.temperature == 0) {  // temperature 0: the limit of sharpening, the argmax
     std::int64_t best = 0;
     for (std::int64_t i = 1; i < n; ++i)
       if (logprob[std::size_t(i)] > logprob[std::size_t(best)]) best = i;

@@ -25,14 +25,14 @@ namespace txl::driver {
 
 struct SamplerOptions {
   bool greedy = false;
-  double temperature = 1.0;  // > 0
+  double temperature = 1.0;  // >= 0; 0 is greedy (as llama.cpp's and transformers' --temp 0)
   std::int64_t topK = 0;     // 0: no limit
   double topP = 1.0;         // (0, 1]
   std::uint64_t seed = 0;
 };
 
 // The one check of sampler options (txl::Error, one line naming the flag):
-// temperature a number above 0, top_k >= 0, top_p in (0, 1].
+// temperature a number at least 0 (0: greedy), top_k >= 0, top_p in (0, 1].
 void checkSamplerOptions(const SamplerOptions& options);
 
 class Sampler {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "driver/text_source.h"
+#include "frontend/file_form.h"
 #include "ir/check.h"
 
 namespace txl::driver {
@@ -27,6 +28,7 @@ std::string lineOf(std::string_view text, std::size_t pos) {
 
 // What is refused before encoding (scoreInputFromText).
 void checkText(const frontend::Vocabulary& vocab, std::string_view text, const std::string& source) {
+  if (const std::string named = frontend::notTextMessage(source, text); !named.empty()) throw Error(named);
   if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
     throw Error(source + ": byte " + std::to_string(nul) +
                 ": a NUL byte; expected text, this is a binary file (token ids go with --ids)");

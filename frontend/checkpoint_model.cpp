@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "frontend/atomic_file.h"
+#include "frontend/file_form.h"
 #include "frontend/torch_checkpoint.h"
 #include "frontend/input_file.h"
 #include "ir/check.h"
@@ -106,15 +107,33 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
     if (isFile(fs::path(src) / "vocab.pkl")) vocabPkl = (fs::path(src) / "vocab.pkl").string();
     if (isFile(fs::path(src) / "vocab.txt")) vocabTxt = (fs::path(src) / "vocab.txt").string();
   } else if (fs::is_regular_file(st)) {
+    const FileForm form = sniffFile(src);
+    if (form != FileForm::TorchZip && !isTorchCheckpointFile(src))
+      throw Error(
+          notModelMessage(src, form, "expected a PyTorch checkpoint (.bin, .pt) or a Hugging Face model folder"));
     checkpoint = src;
     const fs::path beside = fs::path(src).parent_path() / "config.json";
     if (isFile(beside)) config = beside.string();
   } else {
     throw Error(src + ": not a regular file or directory");
   }
-  if (specPath) config = *specPath;
+  if (specPath) {
+    config = *specPath;
+    if (const FileForm form = sniffFile(config);
+        form != FileForm::Json && form != FileForm::Text && form != FileForm::Unreadable && form != FileForm::Empty)
+      throw Error(notSpecMessage(config, form));
+  }
 
-  const TorchCheckpoint ckpt = readTorchCheckpoint(checkpoint);
+  TorchCheckpoint ckpt;
+  try {
+    ckpt = readTorchCheckpoint(checkpoint);
+  } catch (const Error&) {
+    // The hub's vocab.pkl can be a legacy torch.save file too: name it, not its first field.
+    if (sniffFile(checkpoint) == FileForm::Pickle &&
+        describeFile(checkpoint, FileForm::Pickle).starts_with("a vocabulary"))
+      throw Error(notModelMessage(checkpoint, FileForm::Pickle));
+    throw;
+  }
   if (!config.empty()) {
     m.configText = readText(config, std::size_t{16} << 20);
     m.configSource = config;

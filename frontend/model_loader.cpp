@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
 #include "frontend/checkpoint_model.h"
 #include "frontend/checkpoint_source.h"
+#include "frontend/file_form.h"
 #include "frontend/input_file.h"
 #include "frontend/safetensors.h"
 #include "frontend/torch_checkpoint.h"
@@ -52,7 +54,40 @@ void checkFitsInRam(const ModelSpec& spec) {
                 " f32 parameters); this machine has " + gib(ram) + " of RAM");
 }
 
+// The vocabulary file in `dir`: vocab.json or vocab.txt, else Hugging Face's
+// pickled vocab.pkl (read without running pickle code); empty when none.
+std::string vocabularyIn(const fs::path& dir, const std::string& modelPath) {
+  const bool json = isFile(dir / "vocab.json"), txt = isFile(dir / "vocab.txt");
+  if (json && txt) throw Error(modelPath + ": both vocab.json and vocab.txt; expected at most one vocabulary file");
+  if (json) return (dir / "vocab.json").string();
+  if (txt) return (dir / "vocab.txt").string();
+  if (isFile(dir / "vocab.pkl")) return (dir / "vocab.pkl").string();
+  return {};
+}
+
+// A model file besides a spec: a PyTorch checkpoint (its spec from config.json
+// beside it or from the pickled module, as `txlc import` reads it) or
+// safetensors weights with config.json beside them. The vocabulary is the
+// folder's, as for the folder itself.
+bool isCheckpointForm(const std::string& path, FileForm form) {
+  return form == FileForm::TorchZip || (form == FileForm::Pickle && isTorchCheckpointFile(path));
+}
+
 }  // namespace
+
+ModelSpec loadModelFileSpec(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return loadModelSpec((fs::path(path) / "config.json").string());
+  const FileForm form = sniffFile(path);
+  if (form == FileForm::Unreadable || form == FileForm::Json || form == FileForm::Binary) return loadModelSpec(path);
+  if (isCheckpointForm(path, form) || form == FileForm::Safetensors) {
+    LoadOptions o;
+    o.randomWeights = true;  // the spec only: no weights are bound
+    o.specOnly = true;
+    return loadModel(path, std::nullopt, o).spec;
+  }
+  throw Error(notModelMessage(path, form));
+}
 
 LoadedModel loadModel(const std::string& modelPath, const std::optional<std::string>& weightsPath,
                       const LoadOptions& options) {
@@ -78,12 +113,7 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
       throw Error(modelPath +
                   ": sharded checkpoints (model.safetensors.index.json) are not supported; merge the "
                   "shards into one safetensors file");
-    const bool json = isFile(dir / "vocab.json"), txt = isFile(dir / "vocab.txt");
-    if (json && txt) throw Error(modelPath + ": both vocab.json and vocab.txt; expected at most one vocabulary file");
-    if (json) m.vocabPath = (dir / "vocab.json").string();
-    if (txt) m.vocabPath = (dir / "vocab.txt").string();
-    // Hugging Face's pickled vocabulary, read without running pickle code.
-    if (!json && !txt && isFile(dir / "vocab.pkl")) m.vocabPath = (dir / "vocab.pkl").string();
+    m.vocabPath = vocabularyIn(dir, modelPath);
     if (weightsPath) {
       weights = *weightsPath;
     } else if (!options.randomWeights) {
@@ -104,26 +134,72 @@ LoadedModel loadModel(const std::string& modelPath, const std::optional<std::str
   } else if (fs::is_regular_file(st)) {
     m.dir = fs::path(modelPath).parent_path().string();
     if (m.dir.empty()) m.dir = ".";
-    if (fs::path(modelPath).extension() == ".safetensors")
-      throw Error(modelPath +
-                  ": expected a spec JSON file or a model directory as MODEL; pass weights with "
-                  "--weights FILE");
-    m.spec = loadModelSpec(modelPath);
-    if (weightsPath) {
-      weights = *weightsPath;
-    } else if (!options.randomWeights) {
-      throw Error(modelPath + ": a spec file needs weights: pass --weights FILE (or --random-weights)");
+    const FileForm form = sniffFile(modelPath);
+    if (isCheckpointForm(modelPath, form)) {
+      if (weightsPath)
+        throw Error("--weights " + *weightsPath + ": " + modelPath +
+                    " is a PyTorch checkpoint that holds its weights; give one of them");
+      CheckpointModel cm;
+      try {
+        cm = readCheckpointModel(modelPath, std::nullopt);
+      } catch (const Error& e) {
+        // import's advice (--spec) is not a flag of the model commands: say what works here.
+        if (std::string_view(e.what()).find("a state dict carries no hyperparameters") == std::string_view::npos) throw;
+        throw Error(modelPath +
+                    ": a state dict carries no hyperparameters; put config.json beside it, or give a spec JSON file "
+                    "as MODEL and this file as --weights FILE");
+      }
+      m.spec = cm.spec;
+      m.vocabPath = vocabularyIn(m.dir, modelPath);
+      if (options.specOnly) return m;
+      if (options.randomWeights) {
+        checkFitsInRam(m.spec);
+        m.weights = randomWeights(m.spec, options.seed);
+      } else {
+        m.weights = bindWeights(m.spec, tensorSource(cm), options.bind);
+        m.weightsPath = modelPath;
+      }
+      return m;
+    }
+    if (form == FileForm::Safetensors) {
+      const fs::path config = fs::path(m.dir) / "config.json";
+      if (!isFile(config))
+        throw Error(modelPath +
+                    ": safetensors weights with no config.json beside them; put the spec there, or give a "
+                    "spec JSON file as MODEL and these weights as --weights FILE");
+      if (weightsPath)
+        throw Error("--weights " + *weightsPath + ": " + modelPath + " is a weights file itself; give one of them");
+      m.spec = loadModelSpec(config.string());
+      m.vocabPath = vocabularyIn(m.dir, modelPath);
+      if (!options.randomWeights) weights = modelPath;
+    } else if (form == FileForm::Json || form == FileForm::Unreadable || form == FileForm::Binary) {
+      // JSON, and what is no known form: the spec reader names what is wrong (size, NUL bytes, syntax).
+      m.spec = loadModelSpec(modelPath);
+      if (weightsPath) {
+        weights = *weightsPath;
+      } else if (!options.randomWeights) {
+        throw Error(modelPath + ": a spec file needs weights: pass --weights FILE (or --random-weights)");
+      }
+    } else {
+      throw Error(notModelMessage(modelPath, form));
     }
   } else {
     throw Error(modelPath + ": not a regular file or directory");
   }
 
+  if (options.specOnly) return m;
   if (options.randomWeights) {
     checkFitsInRam(m.spec);
     m.weights = randomWeights(m.spec, options.seed);
   } else {
     if (fs::is_directory(weights, ec))
       throw Error(weights + ": is a directory; --weights expects a safetensors file or a PyTorch checkpoint");
+    // A file of another known form is named; unknown binary data is left to the safetensors reader.
+    if (const FileForm form = sniffFile(weights); form == FileForm::Json || form == FileForm::Text ||
+                                                  form == FileForm::Artifact || form == FileForm::Executable ||
+                                                  (form == FileForm::Pickle && !isTorchCheckpointFile(weights)))
+      throw Error("--weights " + weights + ": " + describeFile(weights, form) +
+                  ", not weights; expected a safetensors file or a PyTorch checkpoint");
     if (isTorchCheckpointFile(weights)) {
       // Bound from the reader's tensors: F32 storages view the mapping, the
       // others were widened once; ties are dropped and found by the binder.

@@ -1,6 +1,10 @@
 // frontend/model_loader.h - the forms a user hands a model in.
 //
-// MODEL is either
+// MODEL is recognized by its content (frontend/file_form.h), never its extension:
+//   - a PyTorch checkpoint file (pytorch_model.bin, the authors' model.pt), read
+//     as `txlc import` reads it: its spec from config.json beside it or from
+//     the pickled module, the vocabulary from the folder that holds it;
+//   - safetensors weights with config.json (and a vocabulary) beside them;
 //   - a spec file (reference names or a Hugging Face config); the weights come
 //     from `--weights FILE` (required unless random weights are asked for), or
 //   - a directory holding config.json, exactly one *.safetensors file (or, with
@@ -28,6 +32,7 @@ struct LoadOptions {
   bool randomWeights = false;  // --random-weights: ignore files, use randomWeights(spec, seed)
   std::uint64_t seed = 0;
   BindOptions bind;
+  bool specOnly = false;  // the spec and the files' paths; no weights are read or made
 };
 
 struct LoadedModel {
@@ -40,5 +45,9 @@ struct LoadedModel {
 
 LoadedModel loadModel(const std::string& modelPath, const std::optional<std::string>& weightsPath,
                       const LoadOptions& options = {});
+
+// Only the spec of MODEL (a folder's config.json, a spec file, the spec of a
+// checkpoint or safetensors file); any other file is a txl::Error naming what it is.
+ModelSpec loadModelFileSpec(const std::string& path);
 
 }  // namespace txl::frontend

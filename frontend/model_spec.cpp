@@ -14,6 +14,9 @@
 // The first problem found ends the parse with one txl::Error line.
 #include "frontend/model_spec.h"
 
+#include "frontend/file_form.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -620,8 +623,29 @@ ModelSpec parseModelSpec(const json& j, const std::string& file) {
 }
 
 ModelSpec loadModelSpec(const std::string& path) {
+  // A file of a known binary form is named for what it is, not reported as a JSON syntax error.
+  switch (const FileForm form = sniffFile(path)) {
+    case FileForm::TorchZip:
+    case FileForm::Pickle:
+    case FileForm::Safetensors:
+    case FileForm::Artifact:
+    case FileForm::Executable:
+      throw Error(notSpecMessage(path, form));
+    default:
+      break;
+  }
   const std::string text = readInputFile(path, kMaxSpecBytes, "a spec JSON file");
-  return parseModelSpec(parseJsonText(text, path), path);
+  const nlohmann::json j = parseJsonText(text, path);
+  // A vocabulary in JSON (txlc's {"type", "symbols"}, or a symbol -> id map) is named, not reported as a missing key.
+  if (j.is_object() && !j.empty() && !j.contains("n_token") && !j.contains("vocab_size") && !j.contains("n_layer") &&
+      !j.contains("d_model") && !j.contains("n_head")) {
+    const bool txlcVocab = j.contains("symbols") && j.contains("type");
+    const bool idMap = std::all_of(j.begin(), j.end(), [](const nlohmann::json& v) { return v.is_number_integer(); });
+    if (txlcVocab || idMap)
+      throw Error(
+          path + ": a vocabulary (JSON), not a model spec; give the folder that holds it (or pass it as --vocab FILE)");
+  }
+  return parseModelSpec(j, path);
 }
 
 }  // namespace txl::frontend

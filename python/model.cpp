@@ -306,7 +306,8 @@ whitespace-separated token ids. The GIL is released while it runs.)")
 Samples n tokens after `prompt`, as `txlc generate` does: the same seed and
 setting give the same tokens. Returns a Generation, an iterator yielding the
 text of each token as it is chosen (its token_ids grow alongside); with
-stream=False, the whole generated text as a str. Batch 1.)")
+stream=False, the whole generated text as a str. Batch 1. temperature=0 is
+greedy decoding (the same as greedy=True).)")
       .def(
           "encode", [](const PyModel& p, const std::string& text, bool eos) { return encode(p, text, eos); },
           py::arg("text"), py::kw_only(), py::arg("eos_at_end") = true,
@@ -359,8 +360,11 @@ segment before and after the passes, and the fusions ('text' or 'json').)")
 
 Opens a model in any form the command line accepts: a model directory
 (config.json, weights, vocabulary; a Hugging Face transfo-xl folder), a spec
-file with weights= (or random_weights=True), a compiled artifact, or a
-PyTorch checkpoint folder. vocab= replaces or gives the vocabulary.
+file with weights= (or random_weights=True), a compiled artifact, a
+PyTorch checkpoint folder or file (pytorch_model.bin, the authors' model.pt),
+or safetensors weights with config.json beside them; recognized by content,
+any other file is an InputError naming what it is. vocab= replaces or gives
+the vocabulary.
 
 Setting keywords, named as the command line's flags: batch, qlen, mem_len,
 clamp_len, same_length, initial_memory ('zeros' or 'empty'), threads

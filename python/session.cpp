@@ -282,7 +282,8 @@ py::object makeGeneration(const std::shared_ptr<PyModel>& model, const std::stri
   so.greedy = greedy;
   so.seed = seed;
   asSetting([&] {
-    if (greedy && (!temperature.is_none() || !topK.is_none() || !topP.is_none()))
+    const bool temperatureZero = !temperature.is_none() && temperature.cast<double>() == 0;
+    if (greedy && ((!temperature.is_none() && !temperatureZero) || !topK.is_none() || !topP.is_none()))
       throw Error("--greedy: excludes --temperature, --top-k and --top-p");
     if (n < 0) throw Error("-n: expected a non-negative integer, got '" + std::to_string(n) + "'");
     if (!temperature.is_none()) so.temperature = temperature.cast<double>();

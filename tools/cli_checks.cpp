@@ -87,6 +87,37 @@ std::string closestName(const std::string& word, const std::vector<std::string>&
   return best;
 }
 
+namespace {
+
+// Other tools' spellings (llama.cpp, transformers, trtexec) that txlc does
+// not take as aliases, because they mean something else there, and the txlc
+// flag to use. Checked before the edit-distance suggestion.
+struct PeerFlag {
+  const char* name;
+  const char* txlcFlag;  // suggested when the command has it
+  const char* note;      // why, or where the flag is when the command lacks it
+};
+constexpr PeerFlag kPeerFlags[] = {
+    {"--batch-size", "--batch",
+     "txlc's --batch is the number of independent streams; --qlen is the tokens per segment"},
+    {"-b", "--batch", "txlc's --batch is the number of independent streams; --qlen is the tokens per segment"},
+    {"--ctx-size", "--mem-len", "txlc's context is --qlen tokens per segment and --mem-len positions of memory"},
+    {"-c", "--mem-len", "txlc's context is --qlen tokens per segment and --mem-len positions of memory"},
+    {"--temp", "--temperature", "--temperature is a flag of 'generate'"},
+    {"--temperature", "--temperature", "--temperature is a flag of 'generate'"},
+    {"--n-predict", "-n", "-n is a flag of 'generate'"},
+    {"--max-new-tokens", "-n", "-n is a flag of 'generate'"},
+    {"-n", "-n", "-n is a flag of 'generate'"},
+    {"-p", "--prompt", "--prompt is a flag of 'generate'"},
+    {"--prompt", "--prompt", "--prompt is a flag of 'generate'"},
+    {"-f", "--file", "generate takes its prompt as --prompt TEXT (--prompt \"$(cat FILE)\"); score takes FILE"},
+    {"--file", "--file", "generate takes its prompt as --prompt TEXT (--prompt \"$(cat FILE)\"); score takes FILE"},
+    {"--threads", "--threads", "this command runs no model"},
+    {"-t", "--threads", "this command runs no model"},
+};
+
+}  // namespace
+
 std::string unknownFlagMessage(const CLI::App& cmd, int first, int argc, char** argv) {
   std::vector<std::string> known;
   for (const CLI::Option* opt : cmd.get_options()) {
@@ -103,6 +134,12 @@ std::string unknownFlagMessage(const CLI::App& cmd, int first, int argc, char** 
     const std::string name = arg.substr(0, arg.find('='));
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     if (arg[1] != '-' && arg.size() > 2) continue;  // -abc: CLI11 reads grouped short flags
+    for (const PeerFlag& peer : kPeerFlags) {
+      if (name != peer.name) continue;
+      const bool has = std::find(known.begin(), known.end(), peer.txlcFlag) != known.end();
+      return "unknown flag '" + clip(name) + "' for '" + cmd.get_name() + "'; " +
+             (has ? "did you mean " + std::string(peer.txlcFlag) + "? (" + peer.note + ")" : std::string(peer.note));
+    }
     const std::string near = closestName(name, known);
     return "unknown flag '" + clip(name) + "' for '" + cmd.get_name() + "'" +
            (near.empty() ? std::string() : "; did you mean " + near + "?");
@@ -115,7 +152,7 @@ void addModelArgument(CLI::App& cmd, std::string& model, const std::string& help
     model = driver::kEmbeddedModelPath;
     return;
   }
-  cmd.add_option("model", model, help)->required();
+  cmd.add_option("model", model, help)->required();  // -m/--model MODEL: moved into place by main()
 }
 
 bool stderrIsTerminal() { return ::isatty(2) == 1; }

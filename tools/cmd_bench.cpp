@@ -97,7 +97,7 @@ void registerBench(CLI::App& app, Action& action) {
   cmd->add_option("--mem-len", o->memLens, "remembered positions; a list runs each (default: the spec's mem_len)")
       ->delimiter(',')
       ->check(memLenCheck());
-  cmd->add_option("--threads", o->threads,
+  cmd->add_option("-t,--threads", o->threads,
                   "OpenMP threads; a list runs each (default: the machine's physical cores; 0: OpenMP's default)")
       ->delimiter(',')
       ->check(threadCountCheck());

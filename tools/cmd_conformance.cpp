@@ -65,7 +65,7 @@ void registerConformance(CLI::App& app, Action& action) {
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--json", o->json, "machine-readable report on stdout");
-  cmd->add_option("--threads", o->threads,
+  cmd->add_option("-t,--threads", o->threads,
                   "OpenMP threads for the oneDNN backend (default: the machine's physical cores; 0: OpenMP's "
                   "default)")
       ->check(threadCountCheck());

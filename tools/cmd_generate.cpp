@@ -88,12 +88,13 @@ void registerGenerate(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("generate", "sample text from a prompt, one token at a time with the memory");
   o->model.add(*cmd, ModelFlags::Shape::NoBatch);
-  cmd->add_option("--prompt", o->prompt, "the text to continue")->required();
-  cmd->add_option("-n,--tokens", o->count, "tokens to generate (default 200)")->check(nonNegativeInt());
+  cmd->add_option("-p,--prompt", o->prompt, "the text to continue")->required();
+  cmd->add_option("-n,--tokens,--n-predict,--max-new-tokens", o->count, "tokens to generate (default 200)")
+      ->check(nonNegativeInt());
   cmd->add_flag("--greedy", o->sampler.greedy, "always the most likely token");
-  o->temperatureOpt =
-      cmd->add_option("--temperature", o->sampler.temperature, "divide log-probabilities by T (default 1)")
-          ->check(realIn(0, 1e6, true, "a number above 0"));
+  o->temperatureOpt = cmd->add_option("--temperature,--temp", o->sampler.temperature,
+                                      "divide log-probabilities by T (default 1; 0: greedy, the most likely token)")
+                          ->check(realIn(0, 1e6, false, "a number at least 0 (0: greedy)"));
   o->topKOpt = cmd->add_option("--top-k", o->sampler.topK, "sample among the K most likely tokens (default 0: all)")
                    ->check(nonNegativeInt());
   o->topPOpt =
@@ -104,7 +105,10 @@ void registerGenerate(CLI::App& app, Action& action) {
   cmd->add_flag("--no-echo", o->noEcho, "print only the generated text, not the prompt");
   cmd->add_flag("--json", o->json, "print {prompt, text, token_ids, ...} at the end instead of streaming");
   cmd->callback([o, &action] {
-    if (o->sampler.greedy && (o->temperatureOpt->count() || o->topKOpt->count() || o->topPOpt->count()))
+    // --greedy with --temperature 0 says the same thing twice; with any other sampling flag it contradicts it.
+    const bool temperatureZero = o->temperatureOpt->count() && o->sampler.temperature == 0;
+    if (o->sampler.greedy &&
+        ((o->temperatureOpt->count() && !temperatureZero) || o->topKOpt->count() || o->topPOpt->count()))
       throw CLI::ValidationError("--greedy", "excludes --temperature, --top-k and --top-p");
     action = [o] { return run(*o); };
   });

@@ -216,7 +216,7 @@ void registerInspect(CLI::App& app, Action& action) {
       ->check(oneOf({std::begin(kInspectOutputs), std::end(kInspectOutputs)}, kInspectOutputsExpected));
   cmd->add_option("-o,--output", o->output, "write the report here instead of stdout (-: stdout)")
       ->check(nonEmptyPath());
-  cmd->add_option("--threads", o->threads,
+  cmd->add_option("-t,--threads", o->threads,
                   "OpenMP threads for planning on the oneDNN backend (default: the machine's physical cores; 0: "
                   "OpenMP's default)")
       ->check(threadCountCheck());

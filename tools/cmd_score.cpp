@@ -187,7 +187,7 @@ void registerScore(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "score", "score a text file (total NLL, perplexity, bits per token / character) or a corpus of documents");
   o->model.add(*cmd);
-  CLI::Option* file = cmd->add_option("file", o->file, "the text to score (or token ids with --ids)");
+  CLI::Option* file = cmd->add_option("file,-f,--file", o->file, "the text to score (or token ids with --ids)");
   CLI::Option* ids = cmd->add_flag("--ids", o->ids, "FILE holds token ids (whitespace-separated integers), not text");
   CLI::Option* json = cmd->add_flag("--json", o->json, "machine-readable result on stdout");
   CLI::Option* perToken = cmd->add_flag("--per-token", o->perToken, "also the NLL of every predicted token");

@@ -2,6 +2,7 @@
 //
 // Exit codes are in tools/exit_codes.h. stdout carries only the result asked
 // for; every message goes to stderr as one line "txlc: error: ...".
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -77,6 +78,27 @@ int main(int argc, char** argv) {
                 << (near.empty() ? "" : " (did you mean '" + near + "'?)") << "; expected one of: " << known
                 << " (run '" << program << " --help')" << std::endl;
       return kExitUsage;
+    }
+    // -m MODEL, --model MODEL, --model=MODEL (llama.cpp's spellings)
+    // anywhere: MODEL becomes the first positional, so that the positionals
+    // after it fill FILE, not MODEL a second time.
+    for (int i = 2; i < argc && !embeddedArtifact(); ++i) {
+      const std::string a = argv[i];
+      if (a == "--") break;
+      if ((a == "-m" || a == "--model") && i + 1 < argc) {
+        char* value = argv[i + 1];
+        std::rotate(argv + 2, argv + i, argv + i + 2);  // "-m MODEL" first
+        argv[2] = value;                                // then MODEL alone
+        std::copy(argv + 4, argv + argc, argv + 3);
+        --argc;
+        break;
+      }
+      if (a.starts_with("--model=")) {
+        char* value = argv[i] + 8;
+        std::rotate(argv + 2, argv + i, argv + i + 1);
+        argv[2] = value;
+        break;
+      }
     }
     // A flag the command does not take is named first, with the nearest it does take.
     if (const std::string m = unknownFlagMessage(*named.front(), 2, argc, argv); !m.empty()) {

@@ -8,7 +8,9 @@
 namespace txl::tools {
 
 void ModelFlags::add(CLI::App& cmd, Shape shape) {
-  addModelArgument(cmd, model, "a model directory, a spec file (with --weights) or a compiled artifact");
+  addModelArgument(cmd, model,
+                   "a model directory, a spec file (with --weights), a PyTorch checkpoint (.bin, .pt) or safetensors "
+                   "file with config.json beside it, or a compiled artifact (also -m MODEL)");
   if (!embeddedArtifact())
     weightsOpt =
         cmd.add_option("--weights", weights, "safetensors weights (for a spec file, or to override a directory's)");
@@ -33,7 +35,7 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
                                     "default: the model's semantics'")
                          ->check(CLI::IsMember({"zeros", "empty"}));
   if (shape != Shape::None)
-    cmd.add_option("--threads", threads,
+    cmd.add_option("-t,--threads", threads,
                    "OpenMP threads for the oneDNN backend (default: the machine's physical cores, or OpenMP's "
                    "default when OMP_NUM_THREADS is set; 0: OpenMP's default)")
         ->check(threadCountCheck());

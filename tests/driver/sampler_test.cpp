@@ -31,6 +31,14 @@ TEST_CASE("greedy takes the most likely token, the lower id on ties", "[sampler]
   CHECK(s.next(logs({0.4, 0.2, 0.4})) == 0);
 }
 
+TEST_CASE("temperature 0 is greedy; a negative temperature is refused", "[sampler]") {
+  Sampler s({.temperature = 0, .topK = 2, .seed = 3});
+  for (int i = 0; i < 20; ++i) CHECK(s.next(logs({0.1, 0.6, 0.3})) == 1);
+  CHECK_NOTHROW(checkSamplerOptions({.temperature = 0}));
+  CHECK_THROWS_WITH(checkSamplerOptions({.temperature = -1}),
+                    "--temperature: expected a number at least 0 (0: greedy), got '-1'");
+}
+
 TEST_CASE("the same seed gives the same tokens; another seed differs", "[sampler]") {
   auto lp = logs({0.2, 0.3, 0.1, 0.4});
   Sampler a({.seed = 7}), b({.seed = 7}), c({.seed = 8});

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -77,6 +78,29 @@ TEST_CASE("spec file + --weights, and random weights", "[loader]") {
   CHECK(r.weightsPath.empty());
 }
 
+TEST_CASE("MODEL as a checkpoint file or safetensors beside a spec: the folder's spec, weights and vocabulary",
+          "[loader][checkpoint]") {
+  const fs::path hf = fs::path(TXL_TEST_DATA_DIR) / "data" / "checkpoints" / "hf_tiny";
+  const LoadedModel folder = loadModel(hf.string(), std::nullopt);
+  const LoadedModel file = loadModel((hf / "pytorch_model.bin").string(), std::nullopt);
+  CHECK(file.spec.toJson() == folder.spec.toJson());
+  CHECK(file.vocabPath == folder.vocabPath);
+  CHECK(file.weightsPath == (hf / "pytorch_model.bin").string());
+  REQUIRE(file.weights.size() == folder.weights.size());
+  for (const auto& [name, t] : folder.weights) {
+    REQUIRE(file.weights.count(name) == 1);
+    const auto& u = file.weights.at(name);
+    REQUIRE(u.numel() == t.numel());
+    CHECK(std::equal(t.data<float>(), t.data<float>() + t.numel(), u.data<float>()));
+  }
+  CHECK(loadModelFileSpec((hf / "pytorch_model.bin").string()).toJson() == folder.spec.toJson());
+  const fs::path authors = fs::path(TXL_TEST_DATA_DIR) / "data" / "checkpoints" / "authors_model" / "model.pt";
+  CHECK(loadModel(authors.string(), std::nullopt).spec.n_token == 97);
+  const LoadedModel st = loadModel((kModels / "kjv-char" / "model.safetensors").string(), std::nullopt);
+  CHECK(st.spec.toJson() == loadModel((kModels / "kjv-char").string(), std::nullopt).spec.toJson());
+  CHECK(st.vocabPath == (kModels / "kjv-char" / "vocab.json").string());
+}
+
 TEST_CASE("model input mistakes: one clear line each", "[loader][errors]") {
   ScratchDir dir("errors");
   const std::string d = dir.path.string();
@@ -93,7 +117,18 @@ TEST_CASE("model input mistakes: one clear line each", "[loader][errors]") {
   CHECK(loadError(spec.string(), tinyWeights, random) ==
         "--weights " + tinyWeights + " and --random-weights exclude each other; give one");
   CHECK(loadError(tinyWeights, std::nullopt) ==
-        tinyWeights + ": expected a spec JSON file or a model directory as MODEL; pass weights with --weights FILE");
+        tinyWeights +
+            ": safetensors weights with no config.json beside them; put the spec there, or give a spec JSON file as "
+            "MODEL and these weights as --weights FILE");
+  // Files of other kinds are named for what they are, whatever their extension.
+  std::ofstream(d + "/notes.json") << "just words\n";
+  CHECK(loadError(d + "/notes.json", std::nullopt).starts_with(d + "/notes.json: a text file, not a model"));
+  std::ofstream(d + "/artifact.json") << "TXLCART" << '\0' << "rest";
+  CHECK(loadError(d + "/artifact.json", std::nullopt)
+            .starts_with(d + "/artifact.json: a compiled txlc artifact, not a model"));
+  CHECK(loadError(spec.string(), d + "/notes.json") ==
+        "--weights " + d +
+            "/notes.json: a text file, not weights; expected a safetensors file or a PyTorch checkpoint");
   CHECK(loadError(spec.string(), d) ==
         d + ": is a directory; --weights expects a safetensors file or a PyTorch checkpoint");
   CHECK(loadError(spec.string(), d + "/w.safetensors") == d + "/w.safetensors: cannot open: No such file or directory");

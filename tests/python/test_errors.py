@@ -230,8 +230,8 @@ def test_bad_settings(txlc, fixtures, monkeypatch):
 
 
 def test_bad_sampling(txlc, kjv_char):
-    with pytest.raises(txlc.SettingError, match="^--temperature: expected a number above 0, got '0'$"):
-        kjv_char.generate("In", 3, temperature=0)
+    with pytest.raises(txlc.SettingError, match=r"^--temperature: expected a number at least 0 \(0: greedy\), got '-1'$"):
+        kjv_char.generate("In", 3, temperature=-1)
     with pytest.raises(txlc.SettingError, match=r"^--top-p: expected a number in \(0, 1\], got '1.5'$"):
         kjv_char.generate("In", 3, top_p=1.5)
     with pytest.raises(txlc.SettingError, match="^--greedy: excludes --temperature, --top-k and --top-p$"):

@@ -27,6 +27,9 @@ def test_word_model_top_p_and_greedy_equal_txlc_generate(txlc):
     assert g.text == cli["text"]
     greedy = txlc_json("generate", MODELS / "kjv-words", "--prompt", prompt, "-n", 20, "--greedy")
     assert m.generate(prompt, 20, greedy=True, stream=False) == greedy["text"]
+    # temperature 0 is greedy decoding, as in the command line (--temp 0) and other tools.
+    assert m.generate(prompt, 20, temperature=0, stream=False) == greedy["text"]
+    assert txlc_json("generate", MODELS / "kjv-words", "--prompt", prompt, "-n", 20, "--temp", 0)["text"] == greedy["text"]
 
 
 def test_a_generation_keeps_its_model_alive(txlc):

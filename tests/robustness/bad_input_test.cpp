@@ -503,7 +503,8 @@ std::vector<Row> rows(const std::string& dir) {
        {{"bad.txla", "hello"}},
        V{"run", "bad.txla", "--tokens", "1"},
        3,
-       e + "bad.txla: line 1 column 1: syntax error while parsing value - invalid literal; last read: 'h'"},
+       e + "bad.txla: a text file, not a model (MODEL comes before FILE); expected a model folder, a spec JSON file, a "
+           "PyTorch checkpoint (.bin, .pt), safetensors weights with config.json beside them, or a compiled artifact"},
       {"artifact-graph-altered",
        {{"bad.txla", artifactWithManifest(art, [](nlohmann::json& m) { alterGraphAttr(m, 1, "axis", 1); })}},
        V{"run", "bad.txla", "--tokens", "1"},

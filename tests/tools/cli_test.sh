@@ -19,6 +19,7 @@ printf 'In the beginning\n\nAnd God\n' > "$T/gap.txt"
 printf 'In the beginning\nGod\000created\n' > "$T/nul.txt"
 printf '\357\273\277In the beginning\n' > "$T/bom.txt"
 printf 'In the beginning\r\nAnd God\r\n' > "$T/crlf.txt"
+printf '\200\004K\001.' > "$T/int.pkl"  # a pickle of the integer 1
 printf 'In the qzxv blorf frumious\nAnd God wibble\n' > "$T/unk.txt"
 "$TXLC" compile "$M/kjv-char" -o "$T/good.txla" 2>/dev/null || { echo "setup: compile failed"; exit 1; }
 "$TXLC" compile "$M/kjv-char" -o "$T/int8.txla" --precision int8 2>/dev/null || { echo "setup: compile int8 failed"; exit 1; }
