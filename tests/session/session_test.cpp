@@ -260,6 +260,21 @@ std::vector<float> streamValues(const backend::ForwardResult& r, std::int64_t b,
   return out;
 }
 
+// tinySpec(8) compiled for `backend`, memory form `form`, initial memory `initial`, `batch` streams, `qlen`.
+std::shared_ptr<backend::CompiledModel> tinyModel(const std::string& backend, const std::string& form,
+                                                  const std::string& initial, std::int64_t batch, std::int64_t qlen) {
+  const frontend::ModelSpec spec = tinySpec(8);
+  const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 7));
+  driver::Setting setting = driver::defaultSetting(model);
+  setting.backend = backend;
+  if (form == "hidden") setting.pipeline.memory = ir::MemoryForm::Hidden;
+  driver::resolvePipeline(setting);
+  if (initial == "zeros") setting.initialMemory = frontend::InitialMemory::Zeros;
+  setting.batch = batch;
+  setting.qlen = qlen;
+  return driver::compile(model, setting);
+}
+
 }  // namespace
 
 TEST_CASE("session: a stream reset alone computes what a fresh stream computes, beside any neighbour", "[session]") {
@@ -267,16 +282,7 @@ TEST_CASE("session: a stream reset alone computes what a fresh stream computes, 
     for (const std::string form : {"kv", "hidden"})
       for (const std::string backend : {"reference", "onednn"}) {
         INFO(backend << ", " << form << ", initial memory " << initial);
-        const frontend::ModelSpec spec = tinySpec(8);
-        const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 7));
-        driver::Setting setting = driver::defaultSetting(model);
-        setting.backend = backend;
-        if (form == "hidden") setting.pipeline.memory = ir::MemoryForm::Hidden;
-        driver::resolvePipeline(setting);
-        if (initial == "zeros") setting.initialMemory = frontend::InitialMemory::Zeros;
-        setting.batch = 2;
-        setting.qlen = 6;
-        auto compiled = driver::compile(model, setting);
+        auto compiled = tinyModel(backend, form, initial, 2, 6);
         // a: stream 0 runs X throughout; stream 1 runs Y for 3 segments, then
         // is reset alone and runs Z. b: Z on stream 0 from the start, W beside it.
         backend::Session a(compiled), b(compiled);
@@ -312,17 +318,7 @@ TEST_CASE("session: a stream moved between sessions of batch 1 and 2 goes on as 
     for (const std::string form : {"kv", "hidden"})
       for (const std::string backend : {"reference", "onednn"}) {
         INFO(backend << ", " << form << ", initial memory " << initial);
-        const frontend::ModelSpec spec = tinySpec(8);
-        const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 7));
-        driver::Setting setting = driver::defaultSetting(model);
-        setting.backend = backend;
-        if (form == "hidden") setting.pipeline.memory = ir::MemoryForm::Hidden;
-        driver::resolvePipeline(setting);
-        if (initial == "zeros") setting.initialMemory = frontend::InitialMemory::Zeros;
-        setting.qlen = 3;
-        auto one = driver::compile(model, setting);
-        setting.batch = 2;
-        auto two = driver::compile(model, setting);
+        auto one = tinyModel(backend, form, initial, 1, 3), two = tinyModel(backend, form, initial, 2, 3);
         std::mt19937 rng(5);
         // Segment of `len` tokens with targets for a session of `batch`, stream `lane` taking `mine`.
         const auto run = [&](backend::Session& s, std::int64_t batch, std::int64_t lane, const ir::Tensor& mine) {
