@@ -386,8 +386,9 @@ def case_sse():
 
 
 def case_diskfull():
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("skipped: a private tmpfs needs root and unshare")
+    probe = ["unshare", "-m", "--propagation", "private", "true"]
+    if os.geteuid() != 0 or not shutil.which("unshare") or subprocess.run(probe, capture_output=True).returncode:
+        print("skipped: a private tmpfs needs root and a mount namespace (unshare -m)")
         return
     # The state directory is a 700 KiB tmpfs in the server's own mount namespace: two state files fit.
     state = os.path.join(WORK, "small")
