@@ -72,6 +72,7 @@ Platform probe() {
   p.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
   p.avx512Bf16 = p.avx512 && __builtin_cpu_supports("avx512bf16");
+  p.avx512Vnni = p.avx512 && __builtin_cpu_supports("avx512vnni");
   // CPUID leaf 7, EDX bit 22 (clang's __builtin_cpu_supports has no "amx-bf16").
   unsigned a = 0, b = 0, c = 0, d = 0;
   p.amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) != 0;

@@ -27,6 +27,8 @@ struct Platform {
   // with FMA, and on top of it AVX512-BF16's dot products.
   bool avx512 = false;
   bool avx512Bf16 = false;
+  // AVX512-VNNI's byte dot products (vpdpbusd): int8_linear's path for many rows.
+  bool avx512Vnni = false;
   // AMX (amx-bf16): not used, but it marks the cores whose AVX512-BF16 dot
   // products are no faster than f32 FMAs (rel_attention's choice of path).
   bool amx = false;

@@ -1,8 +1,12 @@
 // backend/onednn/onednn_int8.cpp - the lowering of int8-matmuls' graphs: linears
 // over quantized weights run txl:int8_linear on the model's int8 rows of each
-// weight (backend/kernels/int8_linear.h), made once per model through PackedWeights
-// and shared by every plan; a quantize some other op reads is computed.
+// weight (backend/kernels/int8_linear.h), or, for more than a few rows on a CPU with
+// AVX512-VNNI, txl:int8_linear:vnni on the same values in the VNNI layout
+// (backend/kernels/int8_vnni.h); either is made once per model through PackedWeights
+// and shared by every plan. A quantize some other op reads is computed.
 #include "backend/kernels/int8_linear.h"
+#include "backend/kernels/int8_vnni.h"
+#include "backend/platform.h"
 #include "backend/onednn/onednn_lowering.h"
 #include "backend/onednn/onednn_probe.h"
 #include "ir/check.h"
@@ -36,22 +40,40 @@ void Lowering::lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const V
   if (residual)
     TXL_CHECK(ops.back().strides.empty() && ops.back().type.dtype == ir::DType::F32, "int8 linear residual");
   if (bias) TXL_CHECK(ops[2].strides.empty() && ops[2].type.dtype == ir::DType::F32, "int8 linear bias");
-  auto rows = int8Weights(ops[1]);
-  const std::int64_t count = rows->k == 0 ? 0 : x.type.numel() / rows->k;
-  addKernel(n, "txl:int8_linear",
-            [p = &plan_, rows, x, out, b = bias ? std::optional<View>(ops[2]) : std::nullopt,
-             r = residual ? std::optional<View>(ops.back()) : std::nullopt, count,
-             relu = fused && attrs.getBool("relu"), t = threadCount()] {
-              kernels::Int8LinearArgs a;
-              a.x = reinterpret_cast<const float*>(p->ptr(x));
-              a.rows = count;
-              if (b) a.bias = reinterpret_cast<const float*>(p->ptr(*b));
-              if (r) a.residual = reinterpret_cast<const float*>(p->ptr(*r));
-              a.relu = relu;
-              a.y = p->ptr(out);
-              a.yBf16 = out.type.dtype == ir::DType::BF16;
-              kernels::int8Linear(*rows, a, t);
-            });
+  const View& w = ops[1];
+  const std::int64_t k = w.type.rank() == 2 ? w.type.shape[1] : 0;
+  const std::int64_t count = k == 0 ? 0 : x.type.numel() / k;
+  auto args = [p = &plan_, x, out, b = bias ? std::optional<View>(ops[2]) : std::nullopt,
+               r = residual ? std::optional<View>(ops.back()) : std::nullopt, count,
+               relu = fused && attrs.getBool("relu")] {
+    kernels::Int8LinearArgs a;
+    a.x = reinterpret_cast<const float*>(p->ptr(x));
+    a.rows = count;
+    if (b) a.bias = reinterpret_cast<const float*>(p->ptr(*b));
+    if (r) a.residual = reinterpret_cast<const float*>(p->ptr(*r));
+    a.relu = relu;
+    a.y = p->ptr(out);
+    a.yBf16 = out.type.dtype == ir::DType::BF16;
+    return a;
+  };
+  // The kernel is chosen by the row count (fixed per plan) and the CPU, so a
+  // plan always runs the same arithmetic (docs/PRECISION.md, "The kernels").
+  if (count > kernels::kInt8VnniMaxRowsWidened && k <= kernels::kInt8VnniMaxK && platform().avx512Vnni) {
+    TXL_CHECK(w.quantized && w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
+              "int8 rows of " + w.type.str());
+    const ir::Tensor* user = plan_.buffers[w.buffer].weight;
+    const PackedWeights::Source source{user, w.offset};
+    auto packed =
+        packs_.getInt8Vnni(reinterpret_cast<const float*>(plan_.ptr(w)), w.type.shape[0], k, threadCount(), &source);
+    plan_.constantBytes += packed->size();
+    packedNow_.push_back(w.buffer);
+    if (user) packs_.notePacked(*user, w.offset, w.type.bytes());
+    addKernel(n, "txl:int8_linear:vnni",
+              [packed, args, t = threadCount()] { kernels::int8LinearVnni(*packed, args(), t); });
+    return;
+  }
+  auto rows = int8Weights(w);
+  addKernel(n, "txl:int8_linear", [rows, args, t = threadCount()] { kernels::int8Linear(*rows, args(), t); });
 }
 
 void Lowering::lowerQuantize(ir::Node n, const View& w, const View& out) {

@@ -95,6 +95,24 @@ std::shared_ptr<const PackedWeight> PackedWeights::get(const void* plain, const 
 std::shared_ptr<const kernels::Int8Rows> PackedWeights::getInt8(const float* plain, std::int64_t n, std::int64_t k,
                                                                 int threads, const Source* source) {
   std::lock_guard lock(mutex_);
+  return int8Rows(plain, n, k, threads, source);
+}
+
+std::shared_ptr<const kernels::Int8Vnni> PackedWeights::getInt8Vnni(const float* plain, std::int64_t n, std::int64_t k,
+                                                                    int threads, const Source* source) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(int8VnniEntries_, [](const Int8VnniEntry& e) { return e.packed.expired(); });
+  for (const Int8VnniEntry& e : int8VnniEntries_)
+    if (e.plain == plain && e.n == n && e.k == k)
+      if (auto p = e.packed.lock()) return p;
+  std::shared_ptr<const kernels::Int8Vnni> packed =
+      kernels::packInt8Vnni(*int8Rows(plain, n, k, threads, source), threads);
+  int8VnniEntries_.push_back({plain, n, k, packed});
+  return packed;
+}
+
+std::shared_ptr<const kernels::Int8Rows> PackedWeights::int8Rows(const float* plain, std::int64_t n, std::int64_t k,
+                                                                 int threads, const Source* source) {
   std::erase_if(int8Entries_, [](const Int8Entry& e) { return e.rows.expired(); });
   for (const Int8Entry& e : int8Entries_)
     if (e.plain == plain && e.n == n && e.k == k)
@@ -209,6 +227,8 @@ std::size_t PackedWeights::bytes() const {
     if (!e.packed.expired()) total += e.bytes;
   for (const Int8Entry& e : int8Entries_)
     if (auto p = e.rows.lock()) total += p->size();
+  for (const Int8VnniEntry& e : int8VnniEntries_)
+    if (auto p = e.packed.lock()) total += p->size();
   return total;
 }
 

@@ -38,6 +38,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/kernels/int8_linear.h"
+#include "backend/kernels/int8_vnni.h"
 #include "ir/tensor.h"
 
 namespace txl::backend::onednn {
@@ -105,6 +106,13 @@ class PackedWeights {
   // dropped slice by slice as they are quantized, as get() does.
   std::shared_ptr<const kernels::Int8Rows> getInt8(const float* plain, std::int64_t n, std::int64_t k, int threads,
                                                    const Source* source = nullptr);
+  // The same weight's int8 values in the VNNI layout (backend/kernels/int8_vnni.h):
+  // the copy some live plan already holds, or one repacked now from the int8
+  // rows (getInt8's, which are shared or made, and dropped again when no plan
+  // holds them), so the plain weight is quantized once however many layouts
+  // the plans read.
+  std::shared_ptr<const kernels::Int8Vnni> getInt8Vnni(const float* plain, std::int64_t n, std::int64_t k, int threads,
+                                                       const Source* source = nullptr);
 
   // A plan (alive while `reader` is) reads bytes [data, data + bytes) of a
   // weight in place; `weight` (optional) is the user's tensor they belong to.
@@ -136,6 +144,11 @@ class PackedWeights {
     std::int64_t n, k;
     std::weak_ptr<const kernels::Int8Rows> rows;
   };
+  struct Int8VnniEntry {
+    const void* plain;
+    std::int64_t n, k;
+    std::weak_ptr<const kernels::Int8Vnni> packed;
+  };
   struct Range {
     const void* begin;
     const void* end;
@@ -147,6 +160,8 @@ class PackedWeights {
   };
   bool readPlain(const void* begin, const void* end) const;  // overlaps a live plain read (mutex held)
   void noteCandidate(const ir::Tensor& w, std::size_t offset, std::size_t bytes);  // mutex held
+  std::shared_ptr<const kernels::Int8Rows> int8Rows(const float* plain, std::int64_t n, std::int64_t k, int threads,
+                                                    const Source* source);  // getInt8, mutex held
   void reorderInChunks(const void* plain, const dnnl::memory::desc& plainMd, dnnl::memory to,
                        const dnnl::engine& engine, const Source* source);  // mutex held
 
@@ -154,6 +169,7 @@ class PackedWeights {
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
   std::vector<Int8Entry> int8Entries_;
+  std::vector<Int8VnniEntry> int8VnniEntries_;
   std::vector<Range> plainReads_;
   std::vector<PackedRange> packed_;
 };

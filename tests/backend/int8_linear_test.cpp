@@ -1,15 +1,20 @@
 // tests/backend/int8_linear_test.cpp - int8 rows (ir/int8.h) and the int8
 // linear kernel (backend/kernels/int8_linear.h): the quantization's rounding, the
 // kernel against an f64 product of the rows' values, the epilogues, the bf16
-// result, and the same sums whatever the rows, threads and CPU path.
+// result, and the same sums whatever the rows, threads and CPU path; the VNNI
+// kernel (backend/kernels/int8_vnni.h) against a scalar reference of the same
+// quantized arithmetic, bit for bit.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "backend/kernels/int8_linear.h"
+#include "backend/kernels/int8_vnni.h"
+#include "backend/platform.h"
 #include "backend/onednn/packed_weights.h"
 #include "ir/bf16.h"
 #include "ir/int8.h"
@@ -139,4 +144,169 @@ TEST_CASE("int8 linear: one copy of a weight's rows per model, shared while a pl
   a.reset();
   b.reset();
   CHECK(packs.bytes() == 0);
+}
+
+namespace {
+
+// The quantized arithmetic of int8LinearVnni, written out: each row's scale
+// and values by ir/int8.h, the exact integer sum, then the epilogue.
+std::vector<float> vnniReference(const Int8Rows& q, const std::vector<float>& x, std::int64_t rows, const float* bias,
+                                 const float* res, bool relu) {
+  const std::int64_t n = q.n, k = q.k;
+  std::vector<float> y(std::size_t(rows * n));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * k;
+    const float s = ir::int8RowScale(xr, k);
+    for (std::int64_t c = 0; c < n; ++c) {
+      std::int64_t sum = 0;
+      for (std::int64_t j = 0; j < k; ++j) sum += std::int64_t(ir::int8Quantize(xr[j], s)) * q.at(c, j);
+      float v = std::fma(float(std::int32_t(sum)), s * q.scale[c], bias ? bias[c] : 0.0f);
+      if (relu) v = std::max(v, 0.0f);
+      if (res) v += res[r * n + c];
+      y[std::size_t(r * n + c)] = v;
+    }
+  }
+  return y;
+}
+
+std::vector<float> runVnni(const Int8Vnni& v, const float* x, std::int64_t rows, const float* bias, const float* res,
+                           bool relu, int threads, bool bf16, bool portable = false) {
+  std::vector<float> y(std::size_t(rows * v.n));
+  std::vector<std::uint16_t> y16(y.size());
+  Int8LinearArgs a;
+  a.x = x;
+  a.rows = rows;
+  a.bias = bias;
+  a.residual = res;
+  a.relu = relu;
+  a.y = bf16 ? static_cast<void*>(y16.data()) : y.data();
+  a.yBf16 = bf16;
+  if (portable) int8LinearVnniPortable(v, a);
+  else int8LinearVnni(v, a, threads);
+  if (bf16)
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = ir::bf16ToFloat(y16[i]);
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("int8 vnni: activations quantized per row, the same bytes as ir/int8.h", "[int8]") {
+  for (const std::int64_t k : {1, 5, 16, 33}) {
+    auto x = randomFloats(std::size_t(k), 11);
+    x[0] = 2.5f;  // ties and the clamp are exercised by the scale's own element
+    std::vector<std::uint8_t> u{};
+    u.resize(std::size_t(k));
+    const float s = quantizeActivationRow(x.data(), k, u.data());
+    CHECK(s == ir::int8RowScale(x.data(), k));
+    for (std::int64_t j = 0; j < k; ++j) CHECK(int(u[std::size_t(j)]) - 128 == ir::int8Quantize(x[j], s));
+  }
+  const std::vector<float> zeros(8, 0.0f);
+  std::vector<std::uint8_t> u(8);
+  CHECK(quantizeActivationRow(zeros.data(), 8, u.data()) == 1.0f);
+  CHECK(u[3] == 128);
+}
+
+TEST_CASE("int8 vnni: exact sums, bit for bit the scalar reference, any shape and epilogue", "[int8]") {
+  INFO("AVX512-VNNI form: " << int8LinearVnniNative());
+  for (const std::int64_t k : {1, 3, 4, 7, 17, 64, 130})
+    for (const std::int64_t n : {1, 5, 16, 17, 33, 70, 130}) {
+      const auto w = randomFloats(std::size_t(n * k), 21);
+      const Int8Rows q = quantized(w, n, k);
+      const auto v = packInt8Vnni(q, 2);
+      for (std::int64_t c = 0; c < n; ++c)
+        for (std::int64_t j = 0; j < k; ++j) REQUIRE(v->at(c, j) == q.at(c, j));
+      for (std::int64_t rows = 1; rows <= 20; rows += (rows < 8 ? 1 : 5)) {
+        INFO("rows " << rows << ", k " << k << ", n " << n);
+        auto x = randomFloats(std::size_t(rows * k), std::uint32_t(22 + rows));
+        if (rows > 2)
+          for (std::int64_t j = 0; j < k; ++j) x[std::size_t(2 * k + j)] = 0.0f;  // a row of zeros
+        const auto bias = randomFloats(std::size_t(n), 23), res = randomFloats(std::size_t(rows * n), 24);
+        for (const bool epilogue : {false, true}) {
+          const float* b = epilogue ? bias.data() : nullptr;
+          const float* r = epilogue ? res.data() : nullptr;
+          const auto want = vnniReference(q, x, rows, b, r, epilogue);
+          CHECK(runVnni(*v, x.data(), rows, b, r, epilogue, 2, false) == want);
+          CHECK(runVnni(*v, x.data(), rows, b, r, epilogue, 1, false, true) == want);
+          const auto rounded = runVnni(*v, x.data(), rows, b, r, epilogue, 2, true);
+          for (std::size_t i = 0; i < want.size(); ++i) CHECK(rounded[i] == ir::bf16ToFloat(ir::floatToBf16(want[i])));
+          // Within the quantization's error of the f64 product of the weights' values.
+          if (!epilogue)
+            for (std::int64_t row = 0; row < rows; ++row)
+              for (std::int64_t c = 0; c < n; ++c) {
+                // Each input moves by at most half its row's step, max |x| / 254.
+                const double step = ir::int8RowScale(x.data() + row * k, k);
+                double sum = 0, bound = 0;
+                for (std::int64_t j = 0; j < k; ++j) {
+                  const double wj = double(q.scale[c]) * q.at(c, j);
+                  sum += wj * x[std::size_t(row * k + j)], bound += std::fabs(wj) * step * 0.5;
+                }
+                CHECK(std::fabs(want[std::size_t(row * n + c)] - sum) <= bound * 1.001 + 1e-6 * std::fabs(sum));
+              }
+        }
+      }
+    }
+}
+
+TEST_CASE("int8 vnni: a row's result does not depend on the threads or the other rows", "[int8]") {
+  const std::int64_t rows = 23, k = 259, n = 150;
+  const auto w = randomFloats(std::size_t(n * k), 31), x = randomFloats(std::size_t(rows * k), 32);
+  const auto v = packInt8Vnni(quantized(w, n, k), 2);
+  const auto all = runVnni(*v, x.data(), rows, nullptr, nullptr, false, 2, false);
+  CHECK(runVnni(*v, x.data(), rows, nullptr, nullptr, false, 1, false) == all);
+  CHECK(runVnni(*v, x.data(), rows, nullptr, nullptr, false, 3, false) == all);
+  for (std::int64_t first : {0, 5, 17}) {
+    const std::int64_t count = std::min<std::int64_t>(7, rows - first);
+    const auto part = runVnni(*v, x.data() + first * k, count, nullptr, nullptr, false, 2, false);
+    CHECK(std::equal(part.begin(), part.end(), all.begin() + first * n));
+  }
+}
+
+TEST_CASE("int8 vnni: one copy of a weight's VNNI layout per model, made from its int8 rows", "[int8]") {
+  backend::onednn::PackedWeights packs;
+  const auto w = randomFloats(20 * 9, 41);
+  auto a = packs.getInt8Vnni(w.data(), 20, 9, 1);
+  CHECK(packs.getInt8Vnni(w.data(), 20, 9, 1) == a);
+  CHECK(packs.bytes() == a->size());  // the rows it was made from are not held
+  const Int8Rows q = quantized(w, 20, 9);
+  for (std::int64_t c = 0; c < 20; ++c) {
+    CHECK(a->scale[c] == q.scale[c]);
+    std::int32_t sum = 0;
+    for (std::int64_t j = 0; j < 9; ++j) {
+      CHECK(a->at(c, j) == q.at(c, j));
+      sum += q.at(c, j);
+    }
+    CHECK(a->corr[c] == -128 * sum);
+  }
+  a.reset();
+  CHECK(packs.bytes() == 0);
+}
+
+// Not run by ctest (hidden): the row count above which the VNNI kernel is
+// the faster, kInt8VnniMaxRowsWidened. `txl_backend_tests "[.int8bench]"`.
+TEST_CASE("int8 vnni: time against the widening kernel by rows", "[.int8bench]") {
+  for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{2048, 512}, {512, 2048}, {1536, 512}}) {
+    const auto w = randomFloats(std::size_t(n * k), 51);
+    const Int8Rows q = quantized(w, n, k);
+    const auto v = packInt8Vnni(q, 2);
+    for (const std::int64_t rows : {1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 80}) {
+      const auto x = randomFloats(std::size_t(rows * k), 52);
+      std::vector<float> y(std::size_t(rows * n));
+      Int8LinearArgs a;
+      a.x = x.data();
+      a.rows = rows;
+      a.y = y.data();
+      auto best = [&](auto run) {
+        double b = 1e30;
+        for (int rep = 0; rep < 7; ++rep) {
+          const auto t0 = std::chrono::steady_clock::now();
+          for (int i = 0; i < 20; ++i) run();
+          b = std::min(b,
+                       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 20);
+        }
+        return b;
+      };
+      const double widened = best([&] { int8Linear(q, a, 2); }), vnni = best([&] { int8LinearVnni(*v, a, 2); });
+      WARN("n " << n << " k " << k << " rows " << rows << ": widened " << widened << " us, vnni " << vnni << " us");
+    }
+  }
 }
