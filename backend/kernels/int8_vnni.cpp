@@ -92,39 +92,39 @@ TXL_VNNI void vnniTile(const Int8Vnni& w, const Int8LinearArgs& a, const std::ui
                        const float* rowScale, std::int64_t r, std::int64_t b) {
   const std::int64_t groups = w.groups();
   __m512i acc[MR][NR];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int t = 0; t < NR; ++t) {
     const __m512i corr = _mm512_loadu_si512(w.corr + (b + t) * kBlock);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) acc[i][t] = corr;
   }
   const std::int8_t* q = w.q + b * groups * 64;
   const std::uint8_t* x = u + r * stride;
   for (std::int64_t g = 0; g < groups; ++g) {
     __m512i wv[NR];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int t = 0; t < NR; ++t) wv[t] = _mm512_loadu_si512(q + (t * groups + g) * 64);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       std::int32_t four;
       std::memcpy(&four, x + i * stride + g * 4, 4);
       const __m512i xv = _mm512_set1_epi32(four);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int t = 0; t < NR; ++t) dpbusd(acc[i][t], xv, wv[t]);
     }
   }
   const __m512 zero = _mm512_setzero_ps();
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int t = 0; t < NR; ++t) {
     const std::int64_t c0 = (b + t) * kBlock, count = std::min(kBlock, w.n - c0);
     const __mmask16 in = count >= 16 ? __mmask16(0xffff) : __mmask16((1u << count) - 1);
     const __m512 scale = _mm512_loadu_ps(w.scale + c0);
     const __m512 bias = a.bias ? _mm512_maskz_loadu_ps(in, a.bias + c0) : zero;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const std::int64_t row = r + i;
-      __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i][t]), _mm512_mul_ps(_mm512_set1_ps(rowScale[row]), scale),
-                                 bias);
+      __m512 v =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i][t]), _mm512_mul_ps(_mm512_set1_ps(rowScale[row]), scale), bias);
       // max(0, v): a NaN stays NaN, as std::max(v, 0) in the portable form.
       if (a.relu) v = _mm512_max_ps(zero, v);
       if (a.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(in, a.residual + row * w.n + c0));

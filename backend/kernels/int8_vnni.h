@@ -42,8 +42,8 @@ namespace txl::backend::kernels {
 struct Int8Vnni {
   static constexpr std::int64_t kBlock = 16;
   std::int64_t n = 0, k = 0;
-  std::shared_ptr<void> bytes;        // scales, then corrections, then the blocks
-  const float* scale = nullptr;       // n + padding: s[c]
+  std::shared_ptr<void> bytes;         // scales, then corrections, then the blocks
+  const float* scale = nullptr;        // n + padding: s[c]
   const std::int32_t* corr = nullptr;  // n + padding: -128 * Σ_j q[c, j]
   const std::int8_t* q = nullptr;
   std::int64_t blocks() const { return (n + kBlock - 1) / kBlock; }
