@@ -239,9 +239,10 @@ std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::
   // Steps name their nodes by op id; the report names them as inspect's listing does.
   const ir::Graph shown = session.model().buildGraph(session.lastKey());
   for (std::size_t i = 0; i < steps.size(); ++i)
-    rows.push_back({steps[i].op, steps[i].primitive, steps[i].impl,
-                    renumberNodes("node " + std::to_string(steps[i].node), shown), secs[i] * 1e3 / runs,
-                    steps[i].serial});
+    if (steps[i].everyRun || secs[i] > 0)  // a thread variant's step that no run took is not shown
+      rows.push_back({steps[i].op, steps[i].primitive, steps[i].impl,
+                      renumberNodes("node " + std::to_string(steps[i].node), shown), secs[i] * 1e3 / runs,
+                      steps[i].serial});
   plan->setProfiling(false);
   return rows;
 }

@@ -30,7 +30,7 @@ nlohmann::json emitCompiled(const Model& m, const Setting& s, const std::string&
   checkMemoryFits(m.spec, s, m.path);  // before anything is planned
   Artifact a = buildArtifact(m, s);
   // Compile the main graph once: it must lower on this executor.
-  auto executor = makeExecutor(s.backend);
+  auto executor = makeExecutor(s);
   ir::Graph main = ir::fromJson(a.graphs.front().graph, "main graph");
   const std::size_t mainNodes = main.size();
   auto plan = executor->compile(main, a.weights);

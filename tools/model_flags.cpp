@@ -39,6 +39,11 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
                    "OpenMP threads for the oneDNN backend (default: the machine's physical cores, or OpenMP's "
                    "default when OMP_NUM_THREADS is set; 0: OpenMP's default)")
         ->check(threadCountCheck());
+  threadPolicyOpt = cmd.add_option("--thread-policy", threadPolicy,
+                                   "which steps run on one thread: auto (chosen per run from measured times), idle "
+                                   "(only the shortest: right when the cores are free) or loaded (every step under "
+                                   "about 0.5 ms: right beside another busy process); default auto")
+                        ->check(CLI::IsMember({"auto", "idle", "loaded"}));
   pipeline.add(cmd);
 }
 
@@ -57,6 +62,7 @@ Model ModelFlags::open() const {
 SettingChoice ModelFlags::choice() const {
   SettingChoice c = pipeline.choice();
   c.threads = threads;
+  if (threadPolicyOpt->count()) c.threadPolicy = threadPolicy;
   if (batchOpt && batchOpt->count()) c.batch = batch;
   if (qlenOpt && qlenOpt->count()) c.qlen = qlen;
   if (memLenOpt && memLenOpt->count()) c.memLen = memLen;

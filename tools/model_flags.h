@@ -25,9 +25,10 @@ struct ModelFlags {
   bool sameLength = false;
   std::string initialMemory;  // --initial-memory zeros|empty
   int threads = defaultThreads();
+  std::string threadPolicy;  // --thread-policy auto|idle|loaded
   PipelineFlags pipeline;
   CLI::Option *weightsOpt = nullptr, *vocabOpt = nullptr, *batchOpt = nullptr, *qlenOpt = nullptr, *memLenOpt = nullptr,
-              *clampLenOpt = nullptr, *initialMemoryOpt = nullptr;
+              *clampLenOpt = nullptr, *initialMemoryOpt = nullptr, *threadPolicyOpt = nullptr;
 
   // Which of the shape flags the command takes as ModelFlags: all; all but
   // --batch (generate); none of --batch, --qlen, --mem-len and --threads
