@@ -20,6 +20,7 @@
 #include "tools/model_flags.h"
 #include "driver/emit.h"
 #include "frontend/atomic_file.h"
+#include "tools/progress.h"
 
 namespace txl::tools {
 
@@ -39,7 +40,9 @@ int run(const Options& o) {
   OpenOptions so = o.model.openOptions();
   so.randomWeights = o.randomWeights;
   so.seed = o.seed;
+  PhaseLog log("compile");  // one line per phase on stderr (tools/progress.h)
   Model m = openModel(o.model.model, so);
+  log.done("read " + oneLine(m.path) + " (" + m.form + ")");
   const Setting setting = o.model.setting(m, /*run=*/false);  // recompiling an artifact: its passes unless --passes
   checkMemoryFits(m.spec, setting, m.path);                   // before anything is planned
   // After the setting and the output are checked: a bad setting or output (-o the artifact itself) is the one
@@ -49,7 +52,8 @@ int run(const Options& o) {
     std::cerr << "txlc: note: recompiling " << m.path << " from its stored spec and weights" << std::endl;
   }
 
-  nlohmann::json summary = emitCompiled(m, setting, o.output, o.emit);
+  nlohmann::json summary =
+      emitCompiled(m, setting, o.output, o.emit, "/proc/self/exe", [&](const std::string& what) { log.done(what); });
   summary["random_weights"] = o.randomWeights;
   summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) std::cout << summary.dump(2) << std::endl;

@@ -13,9 +13,11 @@
 
 #include "frontend/checkpoint_model.h"
 #include "frontend/weights.h"
+#include "ir/check.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
+#include "tools/progress.h"
 
 namespace txl::tools {
 
@@ -29,9 +31,13 @@ struct Options {
 int run(const Options& o) {
   std::optional<std::string> spec;
   if (o.specOpt->count()) spec = o.spec;
+  PhaseLog log("import");  // one line per phase on stderr (tools/progress.h)
   frontend::CheckpointModel m = frontend::readCheckpointModel(o.source, spec);
+  log.done("read " + std::to_string(m.tensors.size()) + " tensors from " + oneLine(o.source));
   frontend::bindWeights(m.spec, frontend::tensorSource(m));  // the folder must load as a model
+  log.done("bound the weights against the spec");
   frontend::writeImportedModel(m, o.output);
+  log.done("wrote " + oneLine(o.output));
   for (const auto& note : m.notes) std::cerr << "txlc: note: " << note << std::endl;
   std::cerr << "txlc: imported " << m.tensors.size() << " tensors" << (m.vocabulary.empty() ? "" : " and ")
             << (m.vocabulary.empty() ? std::string() : std::to_string(m.vocabulary.size()) + " symbols") << " ("
