@@ -33,12 +33,23 @@ std::vector<std::string> valuesOf(const std::vector<BenchReport>& reports, const
 std::string xmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
     }
   return out;
 }
@@ -114,8 +125,7 @@ std::string benchPlotSvg(const std::vector<BenchReport>& reports) {
       << "<title>txlc bench: tokens/s against " << axis << "</title>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   const std::string model = reports.empty() ? std::string() : reports.front().model;
-  svg << "<text x=\"" << left << "\" y=\"28\" font-size=\"16\">" << xmlEscape("txlc bench " + model)
-      << "</text>\n";
+  svg << "<text x=\"" << left << "\" y=\"28\" font-size=\"16\">" << xmlEscape("txlc bench " + model) << "</text>\n";
   // Grid and y ticks.
   for (double v = 0; v <= yMax + step / 2; v += step) {
     const double y = yAt(v);
@@ -132,8 +142,8 @@ std::string benchPlotSvg(const std::vector<BenchReport>& reports) {
   for (const std::string& v : xs)
     svg << "<text x=\"" << num(xAt(v)) << "\" y=\"" << topMargin + plotH + 20 << "\" text-anchor=\"middle\">"
         << xmlEscape(v) << "</text>\n";
-  svg << "<text x=\"" << left + plotW / 2 << "\" y=\"" << height - 20 << "\" text-anchor=\"middle\">"
-      << xmlEscape(axis) << "</text>\n"
+  svg << "<text x=\"" << left + plotW / 2 << "\" y=\"" << height - 20 << "\" text-anchor=\"middle\">" << xmlEscape(axis)
+      << "</text>\n"
       << "<text transform=\"translate(22," << topMargin + plotH / 2
       << ") rotate(-90)\" text-anchor=\"middle\">tokens/s</text>\n";
   // Series: a line through the points, a ± one standard deviation bar at each, the legend.
@@ -152,11 +162,12 @@ std::string benchPlotSvg(const std::vector<BenchReport>& reports) {
       svg << "<line x1=\"" << num(x) << "\" y1=\"" << num(yAt(std::max(0.0, r->tokensPerS - r->tokensPerSStddev)))
           << "\" x2=\"" << num(x) << "\" y2=\"" << num(yAt(r->tokensPerS + r->tokensPerSStddev)) << "\"/>\n"
           << "<circle cx=\"" << num(x) << "\" cy=\"" << num(yAt(r->tokensPerS)) << "\" r=\"4\"><title>"
-          << xmlEscape(axis + " " + axisValue(*r, axis) + ": " + num(r->tokensPerS) + " tokens/s") << "</title></circle>\n";
+          << xmlEscape(axis + " " + axisValue(*r, axis) + ": " + num(r->tokensPerS) + " tokens/s")
+          << "</title></circle>\n";
     }
     const double ly = topMargin + 10 + 22 * double(s);
-    svg << "<line x1=\"" << left + plotW + 20 << "\" y1=\"" << ly << "\" x2=\"" << left + plotW + 44 << "\" y2=\""
-        << ly << "\" stroke-width=\"2\"/>\n"
+    svg << "<line x1=\"" << left + plotW + 20 << "\" y1=\"" << ly << "\" x2=\"" << left + plotW + 44 << "\" y2=\"" << ly
+        << "\" stroke-width=\"2\"/>\n"
         << "<text x=\"" << left + plotW + 52 << "\" y=\"" << ly + 4 << "\" stroke=\"none\" fill=\"black\">"
         << xmlEscape(names[s]) << "</text>\n</g>\n";
   }

@@ -129,6 +129,9 @@ int run(Options& o) {
     } catch (const BenchInterrupted& e) {
       signal = e.signal;
       break;
+    } catch (...) {
+      out.finish();  // the rows printed stay a whole table, array or file; then the error line
+      throw;
     }
     out.add(reports.back());
     signal = frontend::interruptSignal();

@@ -31,7 +31,7 @@ struct Options {
   std::int64_t maxTokens = std::int64_t(1) << 20;
   double rankTimeout = 120, maxUnkFraction = 0.10;
   bool progress = false, noProgress = false;  // neither: a running estimate when stderr is a terminal
-  bool showProgress() const { return progress || (!noProgress && stderrIsTerminal()); }
+  bool showProgress() const { return tools::showProgress(progress, noProgress); }
 };
 
 // "\n" -> "\\n" so that a per-token line stays one line.

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace txl::tools {
 
 namespace {
@@ -85,14 +87,16 @@ void ProgressDisplay::finish() {
   if (terminal_ && shown_) std::cerr << "\r\033[K" << std::flush;
 }
 
-PhaseLog::PhaseLog(std::string command, bool quiet)
-    : command_(std::move(command)), quiet_(quiet), start_(Clock::now()), last_(start_) {}
+bool showProgress(bool on, bool off) { return on || (!off && ::isatty(2) == 1); }
+
+PhaseLog::PhaseLog(std::string command, bool show)
+    : command_(std::move(command)), show_(show), start_(Clock::now()), last_(start_) {}
 
 void PhaseLog::done(const std::string& what) {
   const Clock::time_point now = Clock::now();
   const double s = std::chrono::duration<double>(now - last_).count();
   last_ = now;
-  if (quiet_) return;
+  if (!show_) return;
   std::cerr << "txlc: " << command_ << ": " << what << " (" << std::fixed << std::setprecision(2) << s << " s)"
             << std::defaultfloat << std::endl;
 }

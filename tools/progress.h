@@ -11,11 +11,14 @@
 //     or an escape sequence.
 // PhaseLog reports the phases of a command that has no units to count
 // (compile, import): one line per phase as it ends, with its elapsed time.
+// Like score's estimate, both are shown by default only on a terminal (a
+// command's --progress shows them anywhere, --no-progress nowhere), so that
+// a failing command run into a file still leaves its one error line alone.
 //
 //   ProgressDisplay p("score", "tokens", stderrIsTerminal());
 //   for (...) p.update(done, total, "perplexity 4.05");
 //   p.finish();                          // clears the bar on a terminal
-//   PhaseLog log("compile");
+//   PhaseLog log("compile", showProgress(flag, noFlag));
 //   ...; log.done("read the model");     // "txlc: compile: read the model (0.12 s)"
 #pragma once
 
@@ -24,6 +27,10 @@
 #include <string>
 
 namespace txl::tools {
+
+// Whether to show progress: `on` (--progress), else not `off`
+// (--no-progress) and stderr is a terminal.
+bool showProgress(bool on, bool off);
 
 class ProgressDisplay {
  public:
@@ -57,7 +64,7 @@ class ProgressDisplay {
 
 class PhaseLog {
  public:
-  explicit PhaseLog(std::string command, bool quiet = false);
+  PhaseLog(std::string command, bool show);
   // Ends the current phase: "txlc: COMMAND: WHAT (S s)".
   void done(const std::string& what);
   double seconds() const;  // since construction
@@ -65,7 +72,7 @@ class PhaseLog {
  private:
   using Clock = std::chrono::steady_clock;
   std::string command_;
-  bool quiet_;
+  bool show_;
   Clock::time_point start_, last_;
 };
 

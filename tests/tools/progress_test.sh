@@ -3,8 +3,9 @@
 #
 # score --progress and score --documents --progress write plain lines (no
 # carriage return, no escape sequence), the first at once, with counts and
-# a percentage; compile and import write one line per phase with its
-# elapsed time; stdout never carries any of it.
+# a percentage; compile and import --progress write one line per phase
+# with its elapsed time (none without --progress into a file); stdout never
+# carries any of it.
 set -u
 TXLC=$1
 M=$2
@@ -33,7 +34,7 @@ grep -Eq '^txlc: score: [0-9]+/[0-9]+ documents \([0-9.]+ %\), [0-9]+ tokens, [0
   bad "score --documents --progress: no plain progress line: $(head -c 300 "$T/docs.err")"
 [ "$(wc -l < "$T/docs.out")" = "$(wc -l < "$T/docs.txt")" ] || bad "score --documents: not one line per document"
 
-"$TXLC" compile "$M/kjv-char" -o "$T/kjv.txla" > "$T/compile.out" 2> "$T/compile.err" ||
+"$TXLC" compile "$M/kjv-char" -o "$T/kjv.txla" --progress > "$T/compile.out" 2> "$T/compile.err" ||
   bad "compile: $(cat "$T/compile.err")"
 plain "$T/compile.err" "compile"
 for phase in "read .*kjv-char (directory)" "built and optimized [0-9]* graphs" "planned the main graph ([0-9]* steps)" \
@@ -43,13 +44,16 @@ for phase in "read .*kjv-char (directory)" "built and optimized [0-9]* graphs" "
 done
 [ -s "$T/compile.out" ] && bad "compile: phases on stdout"
 
-"$TXLC" import "$C/hf_tiny" -o "$T/imported" > "$T/import.out" 2> "$T/import.err" || bad "import: $(cat "$T/import.err")"
+"$TXLC" import "$C/hf_tiny" -o "$T/imported" --progress > "$T/import.out" 2> "$T/import.err" || bad "import: $(cat "$T/import.err")"
 plain "$T/import.err" "import"
 for phase in "read [0-9]+ tensors from .*hf_tiny" "bound the weights against the spec" "wrote .*imported"; do
   grep -Eq "^txlc: import: $phase \([0-9]+\.[0-9]{2} s\)$" "$T/import.err" ||
     bad "import: no phase line '$phase': $(cat "$T/import.err")"
 done
 [ -s "$T/import.out" ] && bad "import: phases on stdout"
+# Without --progress, stderr into a file gets no phase lines (an error stays the one line).
+"$TXLC" compile "$M/kjv-char" -o "$T/quiet.txla" 2> "$T/quiet.err" || bad "compile: $(cat "$T/quiet.err")"
+grep -q "^txlc: compile:" "$T/quiet.err" && bad "compile: phase lines without --progress into a file"
 
 [ $fail = 0 ] && echo "progress: plain lines on a file for score, score --documents; phases for compile and import"
 exit $fail
