@@ -37,7 +37,7 @@ grep -Eq '^txlc: score: [0-9]+/[0-9]+ documents \([0-9.]+ %\), [0-9]+ tokens, [0
 "$TXLC" compile "$M/kjv-char" -o "$T/kjv.txla" --progress > "$T/compile.out" 2> "$T/compile.err" ||
   bad "compile: $(cat "$T/compile.err")"
 plain "$T/compile.err" "compile"
-for phase in "read .*kjv-char (directory)" "built and optimized [0-9]* graphs" "planned the main graph ([0-9]* steps)" \
+for phase in "read .*kjv-char \\(directory\\)" "built and optimized [0-9]* graphs" "planned the main graph \\([0-9]+ steps\\)" \
   "wrote .*kjv.txla"; do
   grep -Eq "^txlc: compile: $phase \([0-9]+\.[0-9]{2} s\)$" "$T/compile.err" ||
     bad "compile: no phase line '$phase': $(cat "$T/compile.err")"
