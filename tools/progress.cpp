@@ -40,19 +40,23 @@ std::string ProgressDisplay::formatEta(double remaining, double rate) {
 }
 
 void ProgressDisplay::update(std::int64_t done, std::int64_t total, double seconds, const std::string& detail) {
-  // The rate: the average so far until the first sample, then a moving
-  // average of the rate between samples at least kRateSampleSeconds apart.
-  if (!rateKnown_) {
-    if (seconds > 0 && done > 0) {
-      rate_ = double(done) / seconds;
-      rateKnown_ = true;
-      sampleSeconds_ = seconds;
-      sampleDone_ = done;
-    }
+  // The rate leaves out the start (loading, planning the first segment):
+  // it is measured from the first update on, as the average since then for
+  // the first kRateTimeConstant seconds, then as a moving average of the
+  // rate between samples at least kRateSampleSeconds apart.
+  if (!started_) {
+    started_ = true;
+    originSeconds_ = sampleSeconds_ = seconds;
+    originDone_ = sampleDone_ = done;
   } else if (const double dt = seconds - sampleSeconds_; dt >= kRateSampleSeconds) {
-    const double sample = double(done - sampleDone_) / dt;
-    const double alpha = 1.0 - std::exp(-dt / kRateTimeConstant);
-    rate_ += alpha * (sample - rate_);
+    const double since = seconds - originSeconds_;
+    if (since <= kRateTimeConstant || !rateKnown_) {
+      rate_ = double(done - originDone_) / since;
+    } else {
+      const double sample = double(done - sampleDone_) / dt;
+      rate_ += (1.0 - std::exp(-dt / kRateTimeConstant)) * (sample - rate_);
+    }
+    rateKnown_ = rate_ > 0;
     sampleSeconds_ = seconds;
     sampleDone_ = done;
   }

@@ -4,8 +4,10 @@
 //   - on a terminal, one line rewritten in place at most 5 times a second:
 //     a bar, the percentage, done/total, the command's own figures and an
 //     ETA; the ETA appears only once enough is done to estimate it (5 % of
-//     the work, or 2 s) and comes from a smoothed rate (exponential moving
-//     average, time constant 5 s), so it does not jump with every update;
+//     the work, or 2 s) and comes from a smoothed rate measured from the
+//     first update on (the start - loading, the first plan - left out): the
+//     average for the first 5 s, then an exponential moving average (time
+//     constant 5 s), so it does not jump with every update;
 //   - anywhere else (a file, a pipe), a plain line at once and then at most
 //     one every `interval` seconds (5 by default), never a carriage return
 //     or an escape sequence.
@@ -55,9 +57,11 @@ class ProgressDisplay {
   double interval_;
   bool shown_ = false;
   double lastShown_ = 0;
-  // The smoothed rate: its last sample's time and work, and its value.
-  double sampleSeconds_ = 0;
-  std::int64_t sampleDone_ = 0;
+  // The smoothed rate: the first update's time and work (its origin), its
+  // last sample's, and its value.
+  bool started_ = false;
+  double originSeconds_ = 0, sampleSeconds_ = 0;
+  std::int64_t originDone_ = 0, sampleDone_ = 0;
   double rate_ = 0;
   bool rateKnown_ = false;
 };
