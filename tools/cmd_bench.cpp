@@ -11,6 +11,7 @@
 // at the end); SIGINT/SIGTERM end the sweep with the rows done (exit 128 + signal).
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -67,8 +68,14 @@ int run(Options& o) {
   open.randomWeights = o.randomWeights;
   open.seed = o.seed;
   // Outputs are checked before the model is read or anything is timed.
-  for (const std::string* path : {&o.plot, &o.trace})
-    if (!path->empty()) frontend::checkOutputPath(*path);
+  for (const std::string* path : {&o.plot, &o.trace}) {
+    if (path->empty()) continue;
+    frontend::checkOutputPath(*path);
+    const std::filesystem::path dir = std::filesystem::path(*path).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+      throw Error(oneLine(*path) + ": the folder " + oneLine(dir.string()) + " does not exist");
+  }
   Model m = openModel(o.model.model, open);
   if (o.randomWeights) mapRandomWeights(m);
   // --precision f32,bf16,int8: each checked as the setting of a run (the CPU, an artifact's own precision).
