@@ -40,6 +40,7 @@
 #include "backend/onednn/onednn_probe.h"
 #include "backend/platform.h"
 #include "driver/inspect.h"
+#include "frontend/atomic_file.h"
 #include "frontend/safetensors.h"
 #include "frontend/weights.h"
 #include "ir/check.h"
@@ -213,8 +214,14 @@ void prefill(const std::shared_ptr<backend::CompiledModel>& model, backend::Sess
   session.loadState(state);
 }
 
-// One timed forward (ms).
+// Ends the case when SIGINT/SIGTERM has arrived (frontend::catchInterrupts()).
+void checkInterrupted() {
+  if (const int sig = frontend::interruptSignal()) throw BenchInterrupted(sig);
+}
+
+// One timed forward (ms), after checking for an interrupt.
 double timedForward(backend::Session& session, Streams& s, std::int64_t qlen, bool nll) {
+  checkInterrupted();
   ir::Tensor tokens = s.tokens(qlen), targets;
   if (nll) targets = s.tokens(qlen);
   const auto t0 = Clock::now();
@@ -222,16 +229,28 @@ double timedForward(backend::Session& session, Streams& s, std::int64_t qlen, bo
   return msSince(t0);
 }
 
-std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::int64_t qlen, bool nll, int runs) {
+std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::int64_t qlen, bool nll, int runs,
+                                    std::vector<ProfileRun>& profileRuns) {
   const ir::TensorMap state = session.saveState();
   session.loadState(state);
   timedForward(session, s, qlen, nll);  // the plan of this shape, built if new
   backend::CompiledGraph* plan = session.lastPlan();
   if (!plan || !plan->hasSteps()) return {};
   plan->setProfiling(true);
+  // The plan sums each step's time over the runs; the difference of the
+  // sums around a run is that run's (kept for the last kMaxProfileRuns).
+  std::vector<double> before;
   for (int r = 0; r < runs; ++r) {
     session.loadState(state);
-    timedForward(session, s, qlen, nll);
+    before = plan->stepSeconds();
+    ProfileRun run;
+    run.startUs = std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+    run.wallUs = timedForward(session, s, qlen, nll) * 1e3;
+    const auto& after = plan->stepSeconds();
+    for (std::size_t i = 0; i < after.size() && i < before.size(); ++i)
+      run.stepUs.push_back((after[i] - before[i]) * 1e6);
+    if (profileRuns.size() == kMaxProfileRuns) profileRuns.erase(profileRuns.begin());
+    profileRuns.push_back(std::move(run));
   }
   std::vector<ProfileRow> rows;
   const auto& steps = plan->steps();
@@ -258,15 +277,29 @@ double stddevOf(const std::vector<double>& v, double mean) {
 
 std::vector<BenchCase> benchCases(const Setting& base, const std::vector<std::int64_t>& batches,
                                   const std::vector<std::int64_t>& qlens, const std::vector<std::int64_t>& memLens,
-                                  const std::vector<int>& threads) {
+                                  const std::vector<int>& threads, const std::vector<Precision>& precisions) {
   auto orDefault = [](auto list, auto value) { return list.empty() ? decltype(list){value} : list; };
   const int defaultThreads = base.threads > 0 ? base.threads : backend::platform().physicalCores;
   std::vector<BenchCase> cases;
-  for (std::int64_t b : orDefault(batches, base.batch))
-    for (std::int64_t q : orDefault(qlens, base.qlen))
-      for (std::int64_t m : orDefault(memLens, base.memLen))
-        for (int t : orDefault(threads, defaultThreads)) cases.push_back({b, q, m, t});
+  for (Precision p : orDefault(precisions, base.precision))
+    for (std::int64_t b : orDefault(batches, base.batch))
+      for (std::int64_t q : orDefault(qlens, base.qlen))
+        for (std::int64_t m : orDefault(memLens, base.memLen))
+          for (int t : orDefault(threads, defaultThreads)) cases.push_back({b, q, m, t, p});
   return cases;
+}
+
+Setting benchSetting(const Setting& base, const BenchCase& c, const BenchOptions& o) {
+  Setting s = base;
+  s.batch = c.batch;
+  s.qlen = o.slidingWindow ? 1 : c.qlen;
+  s.memLen = o.slidingWindow ? *o.slidingWindow - 1 : c.memLen;
+  s.threads = c.threads;
+  if (s.precision != c.precision) {
+    s.precision = c.precision;
+    resolvePipeline(s);
+  }
+  return s;
 }
 
 void mapRandomWeights(Model& m) {
@@ -294,16 +327,9 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.repetitions = o.repetitions;
   r.probe = probe;
 
-  // 1. The setting and the compiled model.
-  Setting settings = base;
-  settings.batch = c.batch;
-  settings.memLen = c.memLen;
-  settings.threads = c.threads;
-  r.qlen = c.qlen;
-  if (o.slidingWindow) {
-    r.qlen = 1;
-    settings.memLen = *o.slidingWindow - 1;
-  }
+  // 1. The setting and the compiled model (compile() checks the memory the case's own shape needs).
+  Setting settings = benchSetting(base, c, o);
+  r.qlen = settings.qlen;
   checkSetting(m.spec, settings);
   applyThreads(settings.threads);
   r.batch = settings.batch;
@@ -392,7 +418,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.rssBudgetBytes = r.weightBytes + r.stateBytes + r.arenaBytes + (std::size_t(64) << 20);
 
   // 5. Profile.
-  if (o.profile) r.profile = profilePlan(session, streams, r.qlen, o.nll, std::max(3, r.segments));
+  if (o.profile) r.profile = profilePlan(session, streams, r.qlen, o.nll, std::max(3, r.segments), r.profileRuns);
 
   // 6. The vanilla sliding-window evaluation at the same attention length.
   if (o.slidingWindow) {
@@ -405,6 +431,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
     v.forward(streams.tokens(L), nullptr, false);  // builds the plan
     std::vector<double> vms;
     for (int i = 0; i < r.segments; ++i) {
+      checkInterrupted();
       v.reset();
       vms.push_back(timedForward(v, streams, L, false));
     }
