@@ -124,8 +124,8 @@ std::string pathArg(const py::handle& v, const std::string& what) {
     throw py::type_error(what + ": expected a str or an os.PathLike, got " + typeName(v));
   // os.fsencode: the bytes the system calls get (a str through the file system encoding with
   // surrogateescape, so a name os.listdir gave comes back as it was).
-  py::object encoded = py::reinterpret_steal<py::object>(
-      PyObject_CallOneArg(py::module_::import("os").attr("fsencode").ptr(), v.ptr()));
+  py::object encoded =
+      py::reinterpret_steal<py::object>(PyObject_CallOneArg(py::module_::import("os").attr("fsencode").ptr(), v.ptr()));
   if (!encoded) {
     if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
       PyErr_Clear();
@@ -175,7 +175,8 @@ std::string flag(const std::string& key) {
 std::string shown(const py::handle& v) {
   py::str s(v);
   Py_ssize_t size = 0;
-  if (const char* data = PyUnicode_AsUTF8AndSize(s.ptr(), &size)) return clip(std::string_view(data, std::size_t(size)));
+  if (const char* data = PyUnicode_AsUTF8AndSize(s.ptr(), &size))
+    return clip(std::string_view(data, std::size_t(size)));
   PyErr_Clear();
   py::object a = py::reinterpret_steal<py::object>(PyObject_ASCII(v.ptr()));
   if (!a) throw py::error_already_set();
@@ -238,7 +239,8 @@ void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const cha
     } else if (key == "memory") c.memory = text(v, key);
     else if (key == "precision") c.precision = text(v, key);
     else
-      throw SettingFailure(std::string(function) + "(): unknown setting " + quote(key) + "; expected one of: " + keyList());
+      throw SettingFailure(std::string(function) + "(): unknown setting '" + clip(key) +
+                           "'; expected one of: " + keyList());
   }
 }
 
@@ -310,8 +312,7 @@ TokenArray tokenArray(const py::handle& object, const char* what) {
   }
   const char kind = raw.dtype().kind();
   if (raw.size() > 0 && kind != 'i' && kind != 'u')
-    throw Error(std::string(what) + ": expected an integer array [qlen, batch], got dtype " +
-                shown(raw.dtype()));
+    throw Error(std::string(what) + ": expected an integer array [qlen, batch], got dtype " + shown(raw.dtype()));
   if (raw.ndim() != 1 && raw.ndim() != 2)
     throw Error(std::string(what) + ": expected an integer array [qlen, batch] or [qlen], got " +
                 std::to_string(raw.ndim()) + " dimensions");

@@ -68,8 +68,7 @@ void setPythonError() {
     const std::string what = e.what();
     if (what.rfind("Unable to cast from non-held to held instance", 0) == 0)
       PyErr_SetString(PyExc_TypeError, kUnconstructed);
-    else
-      PyErr_SetString(PyExc_TypeError, ("an argument of the wrong type: " + oneLine(what)).c_str());
+    else PyErr_SetString(PyExc_TypeError, ("an argument of the wrong type: " + oneLine(what)).c_str());
   } catch (const py::builtin_exception& e) {
     e.set_error();
   } catch (const SettingFailure& e) {

@@ -43,8 +43,8 @@ void madeByTxlcOnly(py::handle cls, const char* factory) {
   refusals()[type] = "cannot create: " + made;
   type->tp_new = refuseNew;
   PyType_Modified(type);
-  const std::string copy = "cannot copy or pickle a " + name + " (" + made +
-                           "; its memory, mappings and sampler are not copied)";
+  const std::string copy =
+      "cannot copy or pickle a " + name + " (" + made + "; its memory, mappings and sampler are not copied)";
   auto refuse = [copy](py::handle, const py::args&, const py::kwargs&) -> py::object { throw py::type_error(copy); };
   for (const char* method : {"__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__", "__getstate__"})
     py::setattr(cls, method, py::cpp_function(refuse, py::name(method), py::is_method(cls)));

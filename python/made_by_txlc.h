@@ -39,10 +39,8 @@ const std::shared_ptr<T>& made(const std::shared_ptr<T>& self) {
 }  // namespace txl::python
 
 // Inside a bound struct: only std::make_shared makes one (with the global placement new).
-#define TXLC_MADE_BY_TXLC_ONLY                                                              \
-  static void* operator new(std::size_t) { ::txl::python::refuseUnconstructed(); }        \
+#define TXLC_MADE_BY_TXLC_ONLY                                                     \
+  static void* operator new(std::size_t) { ::txl::python::refuseUnconstructed(); } \
   static void operator delete(void* p) noexcept { ::operator delete(p); }
 
-namespace txl::python {
-
-}  // namespace txl::python
+namespace txl::python {}  // namespace txl::python

@@ -234,7 +234,8 @@ std::shared_ptr<const backend::CompiledModel> PyModel::compiled(const driver::Se
 }
 
 void bindModel(py::module_& m) {
-  py::class_<PyModel, std::shared_ptr<PyModel>> model(m, "Model", py::is_final(), R"(A Transformer-XL model opened by txlc.load().
+  py::class_<PyModel, std::shared_ptr<PyModel>> model(m, "Model", py::is_final(),
+                                                      R"(A Transformer-XL model opened by txlc.load().
 
 Holds the weights, the vocabulary (when the model has one) and the setting
 given to load(); every method takes the same setting keywords to override

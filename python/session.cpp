@@ -255,8 +255,7 @@ struct PySession {
       return;
     }
     if (!PyUnicode_Check(state.ptr()) && !PyBytes_Check(state.ptr()) && !py::hasattr(state, "__fspath__"))
-      throw py::type_error("state: expected a dict as state() returns, or a state file's path, got " +
-                           typeName(state));
+      throw py::type_error("state: expected a dict as state() returns, or a state file's path, got " + typeName(state));
     const std::string path = pathArg(state, "state");
     py::gil_scoped_release release;
     ir::TensorMap map = driver::readStateFile(model->model, *compiled, path);
@@ -278,8 +277,10 @@ struct PySession {
       if (bad == 0) continue;
       const float v = p[first];
       throw Error(source + ": tensor " + quote(name) + ": element " + std::to_string(first) + " is " +
-                  (std::isnan(v) ? "NaN" : v > 0 ? "Inf" : "-Inf") + " (" + std::to_string(bad) +
-                  " non-finite values); non-finite memory is refused");
+                  (std::isnan(v) ? "NaN"
+                   : v > 0       ? "Inf"
+                                 : "-Inf") +
+                  " (" + std::to_string(bad) + " non-finite values); non-finite memory is refused");
     }
   }
 
@@ -360,7 +361,8 @@ py::object makeGeneration(const std::shared_ptr<PyModel>& model, const py::objec
   so.greedy = greedy;
   so.seed = seed;
   asSetting([&] {
-    if (greedy && ((hasT && t != 0) || hasK || hasP)) throw Error("--greedy: excludes --temperature, --top-k and --top-p");
+    if (greedy && ((hasT && t != 0) || hasK || hasP))
+      throw Error("--greedy: excludes --temperature, --top-k and --top-p");
     if (n < 0) throw Error("-n: expected a non-negative integer, got '" + std::to_string(n) + "'");
     if (hasT) so.temperature = t;
     if (hasK) so.topK = k;
@@ -516,17 +518,22 @@ tokens), without computing the full log-probabilities.)")
                 return s.session->planCount();
               },
               "Segment plans built so far (one per distinct segment shape met).")
-          .def("state", [](PySession& s) { return s.state(); }, R"(state() -> dict[str, numpy.ndarray]
+          .def(
+              "state", [](PySession& s) { return s.state(); }, R"(state() -> dict[str, numpy.ndarray]
 
 The memory: {"mem.<slot>": float32 [mlen, batch, width]} (copies). In the
 default kv form slot l holds layer l's projected keys and values; with
 memory='hidden', slot l is layer l's input as the reference keeps it.)")
-          .def("load_state", [](PySession& s, const py::object& state) { s.loadState(state); }, py::arg("state"), R"(load_state(state)
+          .def(
+              "load_state", [](PySession& s, const py::object& state) { s.loadState(state); }, py::arg("state"),
+              R"(load_state(state)
 
 Restores a memory: a dict as state() returns, or the path of a state file
 (save_state(), `txlc run --state-out`), which must name this model.
 Continuing from it gives bit for bit what the saved session would have.)")
-          .def("save_state", [](PySession& s, const py::object& path) { s.saveState(path); }, py::arg("path"), R"(save_state(path)
+          .def(
+              "save_state", [](PySession& s, const py::object& path) { s.saveState(path); }, py::arg("path"),
+              R"(save_state(path)
 
 Writes the memory as a state file (safetensors, format txlc-state/1, naming
 the model), which load_state() and `txlc run --state-in` read.)")
@@ -546,8 +553,7 @@ the model), which load_state() and `txlc run --state-in` read.)")
   // Methods take self by reference (a TypeError for None), never as a member function pointer (a null `this`).
   auto generationClass = py::class_<Generation, std::shared_ptr<Generation>>(
       m, "Generation", py::is_final(), "An iterator over generated tokens' text (Model.generate()).");
-  generationClass
-      .def("__iter__", [](const std::shared_ptr<Generation>& g) { return made(g); })
+  generationClass.def("__iter__", [](const std::shared_ptr<Generation>& g) { return made(g); })
       .def("__next__", [](Generation& g) { return g.next(); })
       .def_property_readonly(
           "token_ids", [](const Generation& g) { return g.ids; }, "The token ids chosen so far.")
