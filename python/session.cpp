@@ -552,7 +552,9 @@ the model), which load_state() and `txlc run --state-in` read.)")
 
   // Methods take self by reference (a TypeError for None), never as a member function pointer (a null `this`).
   auto generationClass = py::class_<Generation, std::shared_ptr<Generation>>(
-      m, "Generation", py::is_final(), "An iterator over generated tokens' text (Model.generate()).");
+      m, "Generation", py::is_final(),
+      "An iterator over generated tokens' text (Model.generate()); several threads may iterate one: each next() "
+      "is whole, and they share the sequence one thread would get.");
   generationClass.def("__iter__", [](const std::shared_ptr<Generation>& g) { return made(g); })
       .def("__next__", [](Generation& g) { return g.next(); })
       .def_property_readonly(
