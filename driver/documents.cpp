@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 
+#include "driver/content_hash.h"
 #include "driver/finite.h"
 #include "driver/text_source.h"
 #include "frontend/input_file.h"
@@ -40,12 +41,43 @@ std::vector<std::string_view> splitLines(std::string_view content) {
   return lines;
 }
 
-bool looksLikeJsonLines(const std::vector<std::string_view>& lines) {
-  for (std::string_view line : lines) {
+// Line `lineNo` of `source` as JSON (discarded when it is not JSON), within
+// the bounds of documents.h: its length before parsing, its nesting and
+// values as the parser builds them (the callback throws, so a deep or wide
+// line is never built whole), its "id" after.
+nlohmann::json parseBoundedLine(std::string_view line, std::size_t lineNo, const std::string& source) {
+  const std::string where = oneLine(source) + ": line " + std::to_string(lineNo) + ": ";
+  if (line.size() > kMaxJsonLineBytes)
+    throw Error(where + "a JSON line of " + std::to_string(line.size()) + " bytes, expected at most " +
+                std::to_string(kMaxJsonLineBytes));
+  std::size_t values = 0;
+  const nlohmann::json::parser_callback_t bound = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    if (depth > kMaxJsonLineDepth)
+      throw Error(where + "JSON nested deeper than " + std::to_string(kMaxJsonLineDepth) +
+                  " levels, expected at most " + std::to_string(kMaxJsonLineDepth));
+    if (event != nlohmann::json::parse_event_t::key && ++values > kMaxJsonLineValues)
+      throw Error(where + "more than " + std::to_string(kMaxJsonLineValues) + " JSON values, expected at most " +
+                  std::to_string(kMaxJsonLineValues) + " in a line");
+    return true;
+  };
+  nlohmann::json j = nlohmann::json::parse(line, bound, false);
+  if (j.is_object())
+    if (const auto id = j.find("id"); id != j.end()) {
+      const std::size_t bytes = id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+      if (bytes > kMaxIdBytes)
+        throw Error(where + "an \"id\" of " + std::to_string(bytes) + " bytes as JSON, expected at most " +
+                    std::to_string(kMaxIdBytes));
+    }
+  return j;
+}
+
+bool looksLikeJsonLines(const std::vector<std::string_view>& lines, const std::string& source) {
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    const std::string_view line = lines[n];
     const std::size_t first = line.find_first_not_of(" \t");
     if (first == std::string_view::npos) continue;
     if (line[first] != '{') return false;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    const nlohmann::json j = parseBoundedLine(line, n + 1, source);
     return j.is_object() && j.contains("text");
   }
   return false;
@@ -77,7 +109,7 @@ std::size_t invalidUtf8(std::string_view s) {
 std::vector<Document> parseDocuments(std::string_view content, const std::string& source, DocumentFormat format) {
   const std::vector<std::string_view> lines = splitLines(content);
   if (format == DocumentFormat::Auto)
-    format = endsWith(source, ".jsonl") || endsWith(source, ".ndjson") || looksLikeJsonLines(lines)
+    format = endsWith(source, ".jsonl") || endsWith(source, ".ndjson") || looksLikeJsonLines(lines, source)
                  ? DocumentFormat::JsonLines
                  : DocumentFormat::Lines;
   std::vector<Document> docs;
@@ -89,7 +121,7 @@ std::vector<Document> parseDocuments(std::string_view content, const std::string
     if (format == DocumentFormat::Lines) {
       d.text = std::string(lines[n]);
     } else {
-      const nlohmann::json j = nlohmann::json::parse(lines[n], nullptr, false);
+      const nlohmann::json j = parseBoundedLine(lines[n], n + 1, source);
       if (j.is_discarded() || !j.is_object()) {
         d.error = "line " + std::to_string(d.line) + ": expected a JSON object with a \"text\" string, got " +
                   (j.is_discarded() ? "text that is not JSON" : std::string("a JSON ") + j.type_name());
@@ -248,6 +280,22 @@ std::string documentErrorLine(const nlohmann::json& id, const std::string& error
          ",\"error\":" + nlohmann::json(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
 }
 
+std::uint64_t corpusFingerprint(const std::vector<Document>& docs) {
+  ContentHash h;
+  const std::uint64_t count = docs.size();
+  h.update(&count, sizeof count);
+  for (const Document& d : docs) {
+    // Each part with its length, so that no two corpora run together alike.
+    for (const std::string& part :
+         {d.id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), d.text, d.error}) {
+      const std::uint64_t n = part.size();
+      h.update(&n, sizeof n);
+      h.update(part);
+    }
+  }
+  return h.digest();
+}
+
 namespace {
 
 // A document id as its JSON text, cut and escaped by quote() when long (an id is the input's, of any size).
@@ -264,7 +312,7 @@ std::size_t completedPrefix(std::string_view lines, const std::vector<Document>&
   while (pos < lines.size() && n < docs.size()) {
     const std::size_t end = lines.find('\n', pos);
     if (end == std::string_view::npos) break;  // a torn last line
-    const nlohmann::json j = nlohmann::json::parse(lines.substr(pos, end - pos), nullptr, false);
+    const nlohmann::json j = parseBoundedLine(lines.substr(pos, end - pos), n + 1, source);
     if (j.is_discarded() || !j.is_object() || !j.contains("id") || !(j.contains("tokens") || j.contains("error")))
       break;
     if (j["id"] != docs[n].id)
