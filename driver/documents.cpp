@@ -55,7 +55,9 @@ nlohmann::json parseBoundedLine(std::string_view line, std::size_t lineNo, const
     if (depth > kMaxJsonLineDepth)
       throw Error(where + "JSON nested deeper than " + std::to_string(kMaxJsonLineDepth) +
                   " levels, expected at most " + std::to_string(kMaxJsonLineDepth));
-    if (event != nlohmann::json::parse_event_t::key && ++values > kMaxJsonLineValues)
+    using Event = nlohmann::json::parse_event_t;  // a value counts once: as it starts, or as a scalar
+    if ((event == Event::object_start || event == Event::array_start || event == Event::value) &&
+        ++values > kMaxJsonLineValues)
       throw Error(where + "more than " + std::to_string(kMaxJsonLineValues) + " JSON values, expected at most " +
                   std::to_string(kMaxJsonLineValues) + " in a line");
     return true;

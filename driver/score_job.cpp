@@ -221,25 +221,30 @@ void checkRunRecord(const std::string& path, const std::string& from, const nloh
   if (!isRegularFile(path))
     throw Error(oneLine(path) + ": expected the record of the run that wrote " + oneLine(from) +
                 " (its model, corpus and options), found none" + advice);
-  const std::string text = frontend::readInputFile(path, frontend::kMaxSpecBytes, "run record");
+  const std::string text = frontend::readInputFile(path, frontend::kMaxSpecBytes, "a run record (JSON)");
   frontend::forgetInputFile(path);  // rewritten by this run
   const nlohmann::json theirs = frontend::parseJsonText(text, path);
   const auto field = [&](const nlohmann::json& j, const std::string& key) {
     return j.is_object() && j.contains(key) ? j[key] : nlohmann::json();
   };
+  // A recorded value for a message: a string quoted, anything else as JSON (cut when long).
+  const auto shown = [](const nlohmann::json& j) {
+    const std::string d = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return j.is_string() ? quote(j.get<std::string>()) : d.size() <= kMaxQuoted ? d : quote(d);
+  };
   if (field(theirs, "format") != kRunRecordFormat)
     throw Error(oneLine(path) + ": /format: expected \"" + kRunRecordFormat + "\", found " +
-                quote(field(theirs, "format").dump()) + advice);
+                shown(field(theirs, "format")) + advice);
   for (const char* key : {"model", "corpus"})
     if (field(theirs, key) != mine[key])
       throw Error(oneLine(path) + ": /" + key + ": expected this run's " +
                   (std::string(key) == "model" ? "model " : "corpus fingerprint ") + mine[key].get<std::string>() +
-                  ", found " + quote(field(theirs, key).dump()) + advice);
+                  ", found " + shown(field(theirs, key)) + advice);
   const nlohmann::json theirOptions = field(theirs, "options");
   for (const auto& [key, value] : mine["options"].items())
     if (field(theirOptions, key) != value)
       throw Error(oneLine(path) + ": /options/" + key + ": expected this run's " + value.dump() + ", found " +
-                  quote(field(theirOptions, key).dump()) + advice);
+                  shown(field(theirOptions, key)) + advice);
 }
 
 // The outcomes of the lines an earlier run completed (completedPrefix() checked them).

@@ -68,9 +68,9 @@ resume)
   head -n 5 "$T/whole.jsonl" > "$T/o.jsonl.partial"
   cp "$T/whole.jsonl.run.json" "$T/o.jsonl.run.json"
   cp "$T/o.jsonl.partial" "$T/kept"
-  expect 3 'o.jsonl.run.json: /model: expected this run.s model [0-9a-f]*, found "\\"[0-9a-f]*\\"" (.*o.jsonl.partial is another run.s; remove it or drop --resume)' \
+  expect 3 'o.jsonl.run.json: /model: expected this run.s model [0-9a-f]*, found "[0-9a-f]*" (.*o.jsonl.partial is another run.s; remove it or drop --resume)' \
     score "$M/kjv-words" --documents "$T/docs.txt" --qlen 32 -o "$T/o.jsonl" --resume
-  expect 3 'o.jsonl.run.json: /options/qlen: expected this run.s 16, found "32"' \
+  expect 3 'o.jsonl.run.json: /options/qlen: expected this run.s 16, found 32 (' \
     score "$M/kjv-char" --documents "$T/docs.txt" --qlen 16 -o "$T/o.jsonl" --resume
   sed 's/e/E/g' "$T/docs.txt" > "$T/other.txt"  # the same ids (line numbers), other texts
   expect 3 'o.jsonl.run.json: /corpus: expected this run.s corpus fingerprint [0-9a-f]*, found' \
