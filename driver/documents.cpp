@@ -41,28 +41,81 @@ std::vector<std::string_view> splitLines(std::string_view content) {
   return lines;
 }
 
+// Builds one JSON line from nlohmann's SAX events within the bounds of
+// documents.h: nesting and values are counted as they come, so a deep or
+// wide line is refused before it is built whole. (nlohmann's own parser
+// callback cannot serve: its builder rescans an array at every element's
+// end, quadratic in a wide line.)
+class BoundedLine final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit BoundedLine(const std::string& where) : where_(where) {}
+  nlohmann::json root;
+  bool null() override { return put(nullptr); }
+  bool boolean(bool v) override { return put(v); }
+  bool number_integer(number_integer_t v) override { return put(v); }
+  bool number_unsigned(number_unsigned_t v) override { return put(v); }
+  bool number_float(number_float_t v, const string_t&) override { return put(v); }
+  bool string(string_t& v) override { return put(std::move(v)); }
+  bool binary(binary_t& v) override { return put(nlohmann::json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return open(nlohmann::json::object()); }
+  bool start_array(std::size_t) override { return open(nlohmann::json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  nlohmann::json* place(nlohmann::json&& v) {
+    if (++values_ > kMaxJsonLineValues)
+      throw Error(where_ + "more than " + std::to_string(kMaxJsonLineValues) + " JSON values, expected at most " +
+                  std::to_string(kMaxJsonLineValues) + " in a line");
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    nlohmann::json* parent = stack_.back();
+    if (parent->is_array()) {
+      parent->push_back(std::move(v));
+      return &parent->back();  // the parent grows no more until this child closes
+    }
+    return &((*parent)[key_] = std::move(v));
+  }
+  bool put(nlohmann::json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(nlohmann::json&& v) {
+    if (stack_.size() >= std::size_t(kMaxJsonLineDepth))
+      throw Error(where_ + "JSON nested deeper than " + std::to_string(kMaxJsonLineDepth) +
+                  " levels, expected at most " + std::to_string(kMaxJsonLineDepth));
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  const std::string& where_;
+  std::vector<nlohmann::json*> stack_;
+  std::string key_;
+  std::size_t values_ = 0;
+};
+
 // Line `lineNo` of `source` as JSON (discarded when it is not JSON), within
 // the bounds of documents.h: its length before parsing, its nesting and
-// values as the parser builds them (the callback throws, so a deep or wide
-// line is never built whole), its "id" after.
+// values as it is built (BoundedLine), its "id" after.
 nlohmann::json parseBoundedLine(std::string_view line, std::size_t lineNo, const std::string& source) {
   const std::string where = oneLine(source) + ": line " + std::to_string(lineNo) + ": ";
   if (line.size() > kMaxJsonLineBytes)
     throw Error(where + "a JSON line of " + std::to_string(line.size()) + " bytes, expected at most " +
                 std::to_string(kMaxJsonLineBytes));
-  std::size_t values = 0;
-  const nlohmann::json::parser_callback_t bound = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    if (depth > kMaxJsonLineDepth)
-      throw Error(where + "JSON nested deeper than " + std::to_string(kMaxJsonLineDepth) +
-                  " levels, expected at most " + std::to_string(kMaxJsonLineDepth));
-    using Event = nlohmann::json::parse_event_t;  // a value counts once: as it starts, or as a scalar
-    if ((event == Event::object_start || event == Event::array_start || event == Event::value) &&
-        ++values > kMaxJsonLineValues)
-      throw Error(where + "more than " + std::to_string(kMaxJsonLineValues) + " JSON values, expected at most " +
-                  std::to_string(kMaxJsonLineValues) + " in a line");
-    return true;
-  };
-  nlohmann::json j = nlohmann::json::parse(line, bound, false);
+  BoundedLine builder(where);
+  if (!nlohmann::json::sax_parse(line, &builder)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  nlohmann::json j = std::move(builder.root);
   if (j.is_object())
     if (const auto id = j.find("id"); id != j.end()) {
       const std::size_t bytes = id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
