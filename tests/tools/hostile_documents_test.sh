@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/tools/hostile_documents_test.sh TXLC MODELS_DIR CASE - score --documents against hostile inputs and outputs.
+# tests/tools/hostile_documents_test.sh TXLC MODELS_DIR CASE - score --documents (and import) against hostile
+# inputs and outputs.
 #
 #   ids        JSON lines past the bounds of driver/documents.h: an "id" nested
 #              100,000 deep, an "id" of 1.1 million objects, a 70 MB "id" of
@@ -12,6 +13,9 @@
 #   exclusive  FILE.partial locked by another process: refused before anything
 #              is read or truncated; FILE.partial replaced during a run: the run
 #              fails and renames nothing into place
+#   checkpoint a 44 KB torch checkpoint whose memo fans one module out to four
+#              million parameter names (hostile_checkpoint.py): import refuses it
+#              with one line as the module walk passes its budget, within 2 GiB
 set -u
 TXLC=$1
 M=$2
@@ -113,6 +117,12 @@ exclusive)
   [ -e "$T/r.jsonl" ] && fail "the planted file was renamed into place"
   [ "$(cat "$T/r.jsonl.partial")" = "planted" ] || fail "the planted file was changed"
   echo "ok: $(cat "$T/err")"
+  ;;
+checkpoint)
+  /usr/bin/python3 "$(dirname "$0")/hostile_checkpoint.py" "$T/fan.pt" || fail "cannot write the checkpoint"
+  expect 3 'fan.pt: fan/data.pkl: module "[0-9]*": the module walk needs more than [0-9]* units (values, views, names), expected at most 8 a byte of the file' \
+    import "$T/fan.pt" -o "$T/imported"
+  [ -e "$T/imported" ] && fail "import wrote an output"
   ;;
 *)
   fail "unknown case $CASE"
