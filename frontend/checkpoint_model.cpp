@@ -150,10 +150,22 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
   }
 
   std::map<std::string, int> widened;
+  // A tie is a note each; a checkpoint with more (a hostile one: a storage
+  // shared by thousands of names) gets one note with their count.
+  constexpr std::size_t kTieNotes = 8;
+  std::size_t ties = 0;
+  const CheckpointTensor* firstTie = nullptr;
+  for (const CheckpointTensor& t : ckpt.tensors)
+    if (!t.tiedTo.empty() && ties++ == 0) firstTie = &t;
+  if (ties > kTieNotes)
+    m.notes.push_back(checkpoint + ": " + std::to_string(ties) +
+                      " tensors share their storage with an earlier one (tied weights), each stored once; the first: " +
+                      quote(firstTie->name) + " with " + quote(firstTie->tiedTo));
   for (const CheckpointTensor& t : ckpt.tensors) {
     if (!t.tiedTo.empty()) {
-      m.notes.push_back(checkpoint + ": \"" + t.name + "\" shares its storage with \"" + t.tiedTo +
-                        "\" (a tied weight): stored once");
+      if (ties <= kTieNotes)
+        m.notes.push_back(checkpoint + ": \"" + t.name + "\" shares its storage with \"" + t.tiedTo +
+                          "\" (a tied weight): stored once");
       continue;
     }
     if (t.storedDType != "F32") ++widened[t.storedDType];
