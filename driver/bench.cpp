@@ -240,6 +240,7 @@ std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::
   // The plan sums each step's time over the runs; the difference of the
   // sums around a run is that run's (kept for the last kMaxProfileRuns).
   std::vector<double> before;
+  std::vector<ProfileRun> latest;  // every step's time in each of the last kMaxProfileRuns runs
   for (int r = 0; r < runs; ++r) {
     session.loadState(state);
     before = plan->stepSeconds();
@@ -249,19 +250,29 @@ std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::
     const auto& after = plan->stepSeconds();
     for (std::size_t i = 0; i < after.size() && i < before.size(); ++i)
       run.stepUs.push_back((after[i] - before[i]) * 1e6);
-    if (profileRuns.size() == kMaxProfileRuns) profileRuns.erase(profileRuns.begin());
-    profileRuns.push_back(std::move(run));
+    if (latest.size() == kMaxProfileRuns) latest.erase(latest.begin());
+    latest.push_back(std::move(run));
   }
   std::vector<ProfileRow> rows;
+  std::vector<std::size_t> shownSteps;
   const auto& steps = plan->steps();
   const auto& secs = plan->stepSeconds();
   // Steps name their nodes by op id; the report names them as inspect's listing does.
   const ir::Graph shown = session.model().buildGraph(session.lastKey());
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    if (steps[i].everyRun || secs[i] > 0)  // a thread variant's step that no run took is not shown
-      rows.push_back({steps[i].op, steps[i].primitive, steps[i].impl,
-                      renumberNodes("node " + std::to_string(steps[i].node), shown), secs[i] * 1e3 / runs,
-                      steps[i].serial});
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].everyRun && secs[i] == 0) continue;  // a thread variant's step that no run took
+    shownSteps.push_back(i);
+    rows.push_back({steps[i].op, steps[i].primitive, steps[i].impl,
+                    renumberNodes("node " + std::to_string(steps[i].node), shown), secs[i] * 1e3 / runs,
+                    steps[i].serial});
+  }
+  for (ProfileRun& run : latest) {  // the runs' step times, as the rows list the steps
+    std::vector<double> times;
+    for (std::size_t i : shownSteps) times.push_back(i < run.stepUs.size() ? run.stepUs[i] : 0.0);
+    run.stepUs = std::move(times);
+    if (profileRuns.size() == kMaxProfileRuns) profileRuns.erase(profileRuns.begin());
+    profileRuns.push_back(std::move(run));
+  }
   plan->setProfiling(false);
   return rows;
 }

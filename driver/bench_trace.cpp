@@ -36,6 +36,7 @@ nlohmann::json benchTraceJson(const std::vector<BenchReport>& reports) {
       double ts = start;
       for (std::size_t i = 0; i < run.stepUs.size() && i < r.profile.size(); ++i) {
         const ProfileRow& step = r.profile[i];
+        if (run.stepUs[i] == 0) continue;  // a step of the thread variant this run did not take
         events.push_back({{"ph", "X"},
                           {"name", step.op + " " + step.node},
                           {"cat", step.op},
