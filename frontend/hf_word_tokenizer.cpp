@@ -1,8 +1,12 @@
 // frontend/hf_word_tokenizer.cpp - special tokens, lower-casing, the Moses pipeline and number splitting.
 #include "frontend/hf_word_tokenizer.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "frontend/input_file.h"
+#include "frontend/model_spec.h"
 #include "frontend/moses_tokenizer.h"
 #include "frontend/unicode_classes.h"
 #include "ir/check.h"
@@ -93,6 +97,71 @@ HfTokenizerOptions HfTokenizerOptions::fromJson(const nlohmann::json& j, const s
     }
   }
   return o;
+}
+
+nlohmann::json HfTokenizerOptions::toTokenizerConfig() const {
+  nlohmann::json j = {{"tokenizer_class", "TransfoXLTokenizer"},
+                      {"lower_case", lowerCase},
+                      {"delimiter", delimiter ? nlohmann::json(*delimiter) : nlohmann::json(nullptr)},
+                      {"language", language},
+                      {"never_split", specialTokens}};
+  return j;
+}
+
+std::optional<HfTokenizerOptions> HfTokenizerOptions::fromTokenizerConfig(const nlohmann::json& j,
+                                                                          const std::string& source) {
+  if (!j.is_object()) throw Error(source + ": expected a JSON object, got " + j.dump());
+  auto cls = j.find("tokenizer_class");
+  if (cls == j.end() || *cls != "TransfoXLTokenizer") return std::nullopt;
+  HfTokenizerOptions o = fromJson(nlohmann::json::object(), source);
+  if (auto it = j.find("lower_case"); it != j.end()) {
+    if (!it->is_boolean()) throw Error(source + ": /lower_case: expected true or false, got " + it->dump());
+    o.lowerCase = it->get<bool>();
+  }
+  if (auto it = j.find("delimiter"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) throw Error(source + ": /delimiter: expected a string or null, got " + it->dump());
+    o.delimiter = it->get<std::string>();
+  }
+  if (auto it = j.find("language"); it != j.end()) {
+    if (!it->is_string()) throw Error(source + ": /language: expected a string, got " + it->dump());
+    o.language = it->get<std::string>();
+  }
+  // A special token is a string or an AddedToken's {"content": ...}.
+  auto token = [&](const nlohmann::json& t, const std::string& where) {
+    const nlohmann::json* c = t.is_object() && t.contains("content") ? &t.at("content") : &t;
+    if (!c->is_string() || c->get<std::string>().empty())
+      throw Error(source + ": " + where + ": expected a non-empty string, got " + t.dump());
+    return c->get<std::string>();
+  };
+  std::vector<std::string> specials;
+  for (const char* key : {"unk_token", "eos_token"}) {
+    auto it = j.find(key);
+    specials.push_back(it == j.end() || it->is_null() ? (std::string(key) == "unk_token" ? "<unk>" : "<eos>")
+                                                      : token(*it, std::string("/") + key));
+  }
+  for (const char* key : {"additional_special_tokens", "never_split"}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) {
+      if (std::string(key) == "additional_special_tokens") specials.push_back("<formula>");
+      continue;
+    }
+    if (!it->is_array()) throw Error(source + ": /" + key + ": expected an array of strings, got " + it->dump());
+    for (std::size_t k = 0; k < it->size(); ++k)
+      specials.push_back(token((*it)[k], "/" + std::string(key) + "/" + std::to_string(k)));
+  }
+  o.specialTokens.clear();
+  for (auto& s : specials)
+    if (std::find(o.specialTokens.begin(), o.specialTokens.end(), s) == o.specialTokens.end())
+      o.specialTokens.push_back(std::move(s));
+  return o;
+}
+
+std::optional<HfTokenizerOptions> tokenizerConfigBeside(const std::string& vocabPath) {
+  const std::filesystem::path config = std::filesystem::path(vocabPath).parent_path() / "tokenizer_config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(config, ec)) return std::nullopt;
+  const std::string text = readInputFile(config.string(), kMaxSpecBytes, "a tokenizer config");
+  return HfTokenizerOptions::fromTokenizerConfig(parseJsonText(text, config.string()), config.string());
 }
 
 std::vector<std::string> hfTokenizeLine(std::string_view line, const HfTokenizerOptions& options) {

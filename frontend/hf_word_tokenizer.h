@@ -41,7 +41,21 @@ struct HfTokenizerOptions {
   nlohmann::json toJson() const;  // {"lower_case", "delimiter", "language", "special_tokens"}
   // The toJson() form; `source` names it in errors.
   static HfTokenizerOptions fromJson(const nlohmann::json& j, const std::string& source);
+
+  // Hugging Face's tokenizer_config.json for a TransfoXLTokenizer: the
+  // constructor arguments transformers passes it ("tokenizer_class",
+  // "lower_case", "delimiter", "language", "unk_token", "eos_token",
+  // "additional_special_tokens", "never_split"). `txlc import` writes it
+  // beside vocab.txt so that the imported folder keeps the tokenizer.
+  nlohmann::json toTokenizerConfig() const;
+  // The options of a tokenizer_config.json whose tokenizer_class is
+  // "TransfoXLTokenizer"; nullopt for any other class (or none).
+  static std::optional<HfTokenizerOptions> fromTokenizerConfig(const nlohmann::json& j, const std::string& source);
 };
+
+// The tokenizer_config.json in the folder of `vocabPath`, read as
+// fromTokenizerConfig() reads it; nullopt when there is none.
+std::optional<HfTokenizerOptions> tokenizerConfigBeside(const std::string& vocabPath);
 
 // The words of one line (no line break in it; no "<eos>" is added). `line`
 // must be valid UTF-8 (the caller reports where it is not).

@@ -70,11 +70,23 @@ Vocabulary Vocabulary::load(const std::string& path) {
     VocabularyPickle pkl = readVocabularyPickleWithOptions(path);
     Vocabulary v = fromSymbols(VocabKind::Word, std::move(pkl.symbols), path);
     v.tokenizer_ = WordTokenizer::Hf;
-    v.hfOptions_ = std::move(pkl.tokenizer);
+    // transformers gives the constructor's arguments (tokenizer_config.json)
+    // precedence over the pickle's members.
+    std::optional<HfTokenizerOptions> config = tokenizerConfigBeside(path);
+    v.hfOptions_ = config ? std::move(*config) : std::move(pkl.tokenizer);
     return v;
   }
   std::string text = readFile(path);
-  return parsingFile(path, "a vocabulary", [&] { return parseText(text, path); });
+  Vocabulary v = parsingFile(path, "a vocabulary", [&] { return parseText(text, path); });
+  // A word list with Hugging Face's tokenizer_config.json beside it (a
+  // TransfoXLTokenizer's, as `txlc import` writes it) keeps that tokenizer.
+  if (v.kind_ == VocabKind::Word) {
+    if (std::optional<HfTokenizerOptions> o = tokenizerConfigBeside(path)) {
+      v.tokenizer_ = WordTokenizer::Hf;
+      v.hfOptions_ = std::move(*o);
+    }
+  }
+  return v;
 }
 
 Vocabulary Vocabulary::parseText(const std::string& text, const std::string& path) {

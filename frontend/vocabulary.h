@@ -19,7 +19,8 @@
 //     tokenization, "@,@" / "@.@" inside numbers), so "the city, and the
 //     house." is "the city , and the house .". The default for Hugging Face's
 //     vocab.pkl, whose options (lower_case, delimiter, language, special,
-//     never_split) it uses.
+//     never_split) it uses, and for a vocab.txt with a TransfoXLTokenizer's
+//     tokenizer_config.json beside it (what `txlc import` writes).
 // decode() turns ids back into text: characters concatenated; words joined by
 // spaces, "<eos>" as a line break.
 //

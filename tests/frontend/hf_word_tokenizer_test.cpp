@@ -3,12 +3,14 @@
 // tests/data/hf_tokenizer/cases.json holds, for tricky lines, the words
 // transformers' TransfoXLTokenizer (sacremoses normalizer and tokenizer,
 // tokenize_numbers) gives, and the ids of a text encoded with hf_tiny's vocab.pkl.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "frontend/checkpoint_model.h"
 #include "frontend/hf_word_tokenizer.h"
 #include "frontend/moses_tokenizer.h"
 #include "frontend/torch_checkpoint.h"
@@ -30,6 +32,13 @@ nlohmann::json cases() {
   REQUIRE(in);
   return nlohmann::json::parse(in);
 }
+
+struct TempDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("txl_hf_tokenizer_" + std::to_string(::getpid()));
+  TempDir() { std::filesystem::remove_all(path), std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
 
 std::string join(const std::vector<std::string>& words) {
   std::string s;
@@ -163,4 +172,35 @@ TEST_CASE("moses rules: normalizer and tokenizer pieces", "[hf_tokenizer]") {
   CHECK(isCurrency(U'€'));
   CHECK(isNumber(U'½'));
   CHECK_FALSE(isDigit(U'½'));
+}
+
+TEST_CASE("hf tokenizer: import keeps it in tokenizer_config.json, which wins over the pickle", "[hf_tokenizer]") {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  fs::create_directory(tmp.path / "hf");
+  for (const char* f : {"config.json", "pytorch_model.bin", "vocab.pkl"})
+    fs::copy_file(kData + "/checkpoints/hf_tiny/" + f, tmp.path / "hf" / f);
+  CheckpointModel m = readCheckpointModel((tmp.path / "hf").string(), std::nullopt);
+  REQUIRE(m.tokenizer.has_value());
+  writeImportedModel(m, (tmp.path / "out").string());
+  REQUIRE(fs::exists(tmp.path / "out" / "tokenizer_config.json"));
+  Vocabulary imported = Vocabulary::load((tmp.path / "out" / "vocab.txt").string());
+  CHECK(imported.tokenizer() == WordTokenizer::Hf);
+  CHECK(imported.hfOptions().specialTokens == std::vector<std::string>{"<unk>", "<eos>", "<formula>"});
+  CHECK(imported.encode("the city, and", "t") == std::vector<std::int64_t>{1, 95, 2, 5, 0});
+
+  // transformers passes tokenizer_config.json's arguments to the constructor,
+  // and they win over vocab.pkl's members.
+  std::ofstream((tmp.path / "hf" / "tokenizer_config.json").string())
+      << R"({"tokenizer_class": "TransfoXLTokenizer", "lower_case": true, "eos_token": {"content": "<eos>"}})";
+  Vocabulary pkl = Vocabulary::load((tmp.path / "hf" / "vocab.pkl").string());
+  CHECK(pkl.hfOptions().lowerCase);
+  CHECK(pkl.encode("THE City", "t") == std::vector<std::int64_t>{1, 95, 0});
+  std::ofstream((tmp.path / "hf" / "tokenizer_config.json").string())
+      << R"({"tokenizer_class": "TransfoXLTokenizer", "lower_case": "yes"})";
+  REQUIRE_THROWS_WITH(Vocabulary::load((tmp.path / "hf" / "vocab.pkl").string()),
+                      Contains("tokenizer_config.json: /lower_case: expected true or false, got \"yes\""));
+  // Another tokenizer class says nothing about this one.
+  std::ofstream((tmp.path / "hf" / "tokenizer_config.json").string()) << R"({"tokenizer_class": "GPT2Tokenizer"})";
+  CHECK_FALSE(Vocabulary::load((tmp.path / "hf" / "vocab.pkl").string()).hfOptions().lowerCase);
 }
