@@ -78,10 +78,17 @@ Vocabulary Vocabulary::load(const std::string& path) {
   }
   std::string text = readFile(path);
   Vocabulary v = parsingFile(path, "a vocabulary", [&] { return parseText(text, path); });
-  // A word list with Hugging Face's tokenizer_config.json beside it (a
-  // TransfoXLTokenizer's, as `txlc import` writes it) keeps that tokenizer.
+  // A word list in a Hugging Face folder keeps transformers' tokenizer: with
+  // a TransfoXLTokenizer's tokenizer_config.json beside it (as `txlc import`
+  // writes it), or beside Hugging Face's vocab.pkl (transformers reads both,
+  // the symbols from vocab.txt), with the pickle's options.
   if (v.kind_ == VocabKind::Word) {
-    if (std::optional<HfTokenizerOptions> o = tokenizerConfigBeside(path)) {
+    std::optional<HfTokenizerOptions> o = tokenizerConfigBeside(path);
+    const std::filesystem::path pkl = std::filesystem::path(path).parent_path() / "vocab.pkl";
+    std::error_code ec;
+    if (!o && std::filesystem::path(path).filename() == "vocab.txt" && std::filesystem::is_regular_file(pkl, ec))
+      o = readVocabularyPickleWithOptions(pkl.string()).tokenizer;
+    if (o) {
       v.tokenizer_ = WordTokenizer::Hf;
       v.hfOptions_ = std::move(*o);
     }

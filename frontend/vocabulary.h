@@ -20,7 +20,7 @@
 //     house." is "the city , and the house .". The default for Hugging Face's
 //     vocab.pkl, whose options (lower_case, delimiter, language, special,
 //     never_split) it uses, and for a vocab.txt with a TransfoXLTokenizer's
-//     tokenizer_config.json beside it (what `txlc import` writes).
+//     tokenizer_config.json (what `txlc import` writes) or a vocab.pkl beside it.
 // decode() turns ids back into text: characters concatenated; words joined by
 // spaces, "<eos>" as a line break.
 //

@@ -79,11 +79,18 @@ TEST_CASE("hf tokenizer: vocab.pkl chooses it and its options; ids match transfo
   const auto plain = v.encode("The city, and the house.\n", "t.txt");
   CHECK(plain == std::vector<std::int64_t>{15, 10, 5, 1, 10, 0});
 
-  // vocab.txt carries no options: whitespace unless asked.
-  Vocabulary txt = Vocabulary::load(kData + "/checkpoints/hf_tiny/vocab.txt");
+  // vocab.txt beside vocab.pkl is a Hugging Face folder's: hf.
+  CHECK(Vocabulary::load(kData + "/checkpoints/hf_tiny/vocab.txt").tokenizer() == WordTokenizer::Hf);
+}
+
+TEST_CASE("hf tokenizer: a vocab.txt alone is split on whitespace unless asked", "[hf_tokenizer]") {
+  TempDir tmp;
+  std::filesystem::copy_file(kData + "/checkpoints/hf_tiny/vocab.txt", tmp.path / "vocab.txt");
+  Vocabulary txt = Vocabulary::load((tmp.path / "vocab.txt").string());
   CHECK(txt.tokenizer() == WordTokenizer::Whitespace);
+  const nlohmann::json enc = cases().at("encode");
   txt.setTokenizer(WordTokenizer::Hf, "--tokenizer");
-  CHECK(txt.encode(text, "t.txt") == ids);
+  CHECK(txt.encode(enc.at("text").get<std::string>(), "t.txt") == enc.at("ids").get<std::vector<std::int64_t>>());
 }
 
 TEST_CASE("hf tokenizer: the legacy torch.save'd vocab.pkl records the same options", "[hf_tokenizer]") {
