@@ -386,7 +386,7 @@ txlc.InputError for a bad file, txlc.SettingError for a bad setting.)");
             throw SettingFailure("compile(): weights, vocab and random_weights are for a path, not a loaded Model");
           return compileModel(modelOrPath.cast<std::shared_ptr<PyModel>>(), output, emit, txlc, kwargs, start);
         }
-        auto pm = load(modelOrPath, weights, vocab, randomWeights, seed, py::kwargs());
+        auto pm = load(modelOrPath, weights, vocab, randomWeights, seed, py::none(), py::kwargs());
         return compileModel(pm, output, emit, txlc, kwargs, start);
       },
       py::arg("model_or_path"), py::arg("output"), py::arg("emit") = "artifact", py::kw_only(),
