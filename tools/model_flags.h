@@ -20,14 +20,16 @@ namespace txl::tools {
 
 struct ModelFlags {
   std::string model;
-  std::string weights, vocab, tokenizer;
+  std::string weights, vocab;
+  std::string tokenizer;  // --tokenizer whitespace|hf
+  CLI::Option* tokenizerOpt = nullptr;
   std::int64_t batch = 1, qlen = 0, memLen = 0, clampLen = -1;
   bool sameLength = false;
   std::string initialMemory;  // --initial-memory zeros|empty
   int threads = defaultThreads();
   PipelineFlags pipeline;
-  CLI::Option *weightsOpt = nullptr, *vocabOpt = nullptr, *tokenizerOpt = nullptr, *batchOpt = nullptr,
-              *qlenOpt = nullptr, *memLenOpt = nullptr, *clampLenOpt = nullptr, *initialMemoryOpt = nullptr;
+  CLI::Option *weightsOpt = nullptr, *vocabOpt = nullptr, *batchOpt = nullptr, *qlenOpt = nullptr, *memLenOpt = nullptr,
+              *clampLenOpt = nullptr, *initialMemoryOpt = nullptr;
 
   // Which of the shape flags the command takes as ModelFlags: all; all but
   // --batch (generate); none of --batch, --qlen, --mem-len and --threads
