@@ -176,7 +176,10 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
                       " widened to F32 (exactly)");
 
   if (!vocabPkl.empty()) {
-    m.vocabulary = readVocabularyFile(vocabPkl);
+    VocabularyPickle pkl = readVocabularyPickleWithOptions(vocabPkl);
+    m.vocabulary = std::move(pkl.symbols);
+    m.tokenizer = tokenizerConfigBeside(vocabPkl);  // transformers: the constructor's arguments win
+    if (!m.tokenizer) m.tokenizer = std::move(pkl.tokenizer);
     m.vocabularySource = vocabPkl;
     if (!vocabTxt.empty()) {
       const auto txt = readVocabularyFile(vocabTxt);
@@ -185,6 +188,7 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
   } else if (!vocabTxt.empty()) {
     m.vocabulary = readVocabularyFile(vocabTxt);
     m.vocabularySource = vocabTxt;
+    m.tokenizer = tokenizerConfigBeside(vocabTxt);
   }
   if (!m.vocabulary.empty() && std::int64_t(m.vocabulary.size()) != m.spec.n_token)
     throw Error(m.vocabularySource + ": " + std::to_string(m.vocabulary.size()) +
@@ -229,6 +233,10 @@ void writeImportedModel(const CheckpointModel& m, const std::string& dir) {
       for (const auto& s : m.vocabulary) text += s + "\n";
       registered.push_back(registerTemporary((tmp / "vocab.txt").string(), false));
       writeWhole((tmp / "vocab.txt").string(), text);
+      if (m.tokenizer) {
+        registered.push_back(registerTemporary((tmp / "tokenizer_config.json").string(), false));
+        writeWhole((tmp / "tokenizer_config.json").string(), m.tokenizer->toTokenizerConfig().dump(2) + "\n");
+      }
     }
     // An empty destination folder is replaced; anything else was refused above.
     if (fs::exists(out, ec)) fs::remove(out, ec);

@@ -999,7 +999,40 @@ bool validUtf8(const std::string& s) {
   }
 }
 
-std::vector<std::string> vocabularyFrom(const Image& img) {
+// The tokenizer's options among a vocabulary pickle's members.
+HfTokenizerOptions tokenizerOptionsFrom(const Value* root, const std::string& name) {
+  HfTokenizerOptions o;
+  if (const Value* v = root->get("lower_case"); v && v->kind != Kind::None) {
+    if (v->kind != Kind::Bool) throw Error(name + ": lower_case: expected a bool, got " + pickle::describe(v));
+    o.lowerCase = v->b;
+  }
+  if (const Value* v = root->get("delimiter"); v && v->kind != Kind::None) {
+    if (v->kind != Kind::String)
+      throw Error(name + ": delimiter: expected a string or None, got " + pickle::describe(v));
+    o.delimiter = v->s;
+  }
+  if (const Value* v = root->get("language"); v && v->kind != Kind::None) {
+    if (v->kind != Kind::String) throw Error(name + ": language: expected a string, got " + pickle::describe(v));
+    o.language = v->s;
+  }
+  for (const char* key : {"special", "never_split"}) {
+    const Value* v = root->get(key);
+    if (!v || v->kind == Kind::None || v->kind == Kind::Opaque) continue;
+    if (v->kind != Kind::List && v->kind != Kind::Tuple)
+      throw Error(name + ": " + key + ": expected a list of strings, got " + pickle::describe(v));
+    for (std::size_t k = 0; k < v->items.size(); ++k) {
+      const Value* s = v->items[k];
+      if (s->kind != Kind::String || s->s.empty())
+        throw Error(name + ": " + key + "[" + std::to_string(k) + "]: expected a non-empty string, got " +
+                    pickle::describe(s));
+      if (std::find(o.specialTokens.begin(), o.specialTokens.end(), s->s) == o.specialTokens.end())
+        o.specialTokens.push_back(s->s);
+    }
+  }
+  return o;
+}
+
+VocabularyPickle vocabularyFrom(const Image& img) {
   const auto& b = img.bytes;
   pickle::Pickle object;
   std::string where = img.name;
@@ -1055,7 +1088,10 @@ std::vector<std::string> vocabularyFrom(const Image& img) {
       throw Error(img.name + ": sym2idx has " + std::to_string(sym2idx->entries.size()) + " symbols, idx2sym " +
                   std::to_string(symbols.size()));
   }
-  return symbols;
+  VocabularyPickle out;
+  out.symbols = std::move(symbols);
+  out.tokenizer = tokenizerOptionsFrom(root, img.name);
+  return out;
 }
 
 // ---------------------------------------------------------------- the authors' spec
@@ -1104,9 +1140,15 @@ TorchCheckpoint readTorchCheckpoint(std::span<const std::byte> bytes, const std:
   return r.read();
 }
 
-std::vector<std::string> readVocabularyPickle(const std::string& path) { return vocabularyFrom(mapFile(path)); }
+std::vector<std::string> readVocabularyPickle(const std::string& path) { return vocabularyFrom(mapFile(path)).symbols; }
 
 std::vector<std::string> readVocabularyPickle(std::span<const std::byte> bytes, const std::string& name) {
+  return readVocabularyPickleWithOptions(bytes, name).symbols;
+}
+
+VocabularyPickle readVocabularyPickleWithOptions(const std::string& path) { return vocabularyFrom(mapFile(path)); }
+
+VocabularyPickle readVocabularyPickleWithOptions(std::span<const std::byte> bytes, const std::string& name) {
   Image img;
   img.name = name;
   img.bytes = bytes;

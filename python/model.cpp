@@ -53,9 +53,11 @@ driver::OpenOptions openOptions(const py::object& weights, const py::object& voc
 }
 
 std::shared_ptr<PyModel> load(const py::object& path, const py::object& weights, const py::object& vocab,
-                              bool randomWeights, std::uint64_t seed, const py::kwargs& kwargs) {
+                              bool randomWeights, std::uint64_t seed, const py::object& tokenizer,
+                              const py::kwargs& kwargs) {
   const std::string p = fspath(path, "path");
-  const driver::OpenOptions o = openOptions(weights, vocab, randomWeights, seed);
+  driver::OpenOptions o = openOptions(weights, vocab, randomWeights, seed);
+  if (!tokenizer.is_none()) o.tokenizer = tokenizer.cast<std::string>();  // checked by openModel
   auto pm = std::make_shared<PyModel>();
   pm->choice.threads = driver::defaultThreads();  // the command line's default
   applyKeywords(pm->choice, kwargs, "load");
@@ -359,8 +361,8 @@ segment before and after the passes, and the fusions ('text' or 'json').)")
   madeByTxlcOnly(model, "txlc.load()");
 
   m.def("load", &load, py::arg("path"), py::arg("weights") = py::none(), py::arg("vocab") = py::none(), py::kw_only(),
-        py::arg("random_weights") = false, py::arg("seed") = 0,
-        R"(load(path, weights=None, vocab=None, *, random_weights=False, seed=0, **setting) -> Model
+        py::arg("random_weights") = false, py::arg("seed") = 0, py::arg("tokenizer") = py::none(),
+        R"(load(path, weights=None, vocab=None, *, random_weights=False, seed=0, tokenizer=None, **setting) -> Model
 
 Opens a model in any form the command line accepts: a model directory
 (config.json, weights, vocabulary; a Hugging Face transfo-xl folder), a spec
@@ -368,7 +370,8 @@ file with weights= (or random_weights=True), a compiled artifact, a
 PyTorch checkpoint folder or file (pytorch_model.bin, the authors' model.pt),
 or safetensors weights with config.json beside them; recognized by content,
 any other file is an InputError naming what it is. vocab= replaces or gives
-the vocabulary.
+the vocabulary; tokenizer= ('whitespace' or 'hf', as --tokenizer) chooses how
+a word vocabulary splits text (default: 'hf' for Hugging Face's vocab.pkl).
 
 Setting keywords, named as the command line's flags: batch, qlen, mem_len,
 clamp_len, same_length, initial_memory ('zeros' or 'empty'), threads
@@ -387,7 +390,7 @@ txlc.InputError for a bad file, txlc.SettingError for a bad setting.)");
             throw SettingFailure("compile(): weights, vocab and random_weights are for a path, not a loaded Model");
           return compileModel(modelOrPath.cast<std::shared_ptr<PyModel>>(), output, emit, txlc, kwargs, start);
         }
-        auto pm = load(modelOrPath, weights, vocab, randomWeights, seed, py::kwargs());
+        auto pm = load(modelOrPath, weights, vocab, randomWeights, seed, py::none(), py::kwargs());
         return compileModel(pm, output, emit, txlc, kwargs, start);
       },
       py::arg("model_or_path"), py::arg("output"), py::arg("emit") = "artifact", py::kw_only(),

@@ -214,6 +214,7 @@ def load(
     *,
     random_weights: bool = False,
     seed: int = 0,
+    tokenizer: Literal["whitespace", "hf"] | None = None,
     **setting: Any,
 ) -> Model:
     """Opens a model directory, a spec file with weights=, an artifact or a checkpoint folder."""

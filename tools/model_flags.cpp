@@ -17,6 +17,11 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
   vocabOpt = cmd.add_option("--vocab", vocab,
                             "vocabulary: vocab.json (characters) or one symbol per line (words); for a spec file, "
                             "or to override the model's");
+  tokenizerOpt = cmd.add_option("--tokenizer", tokenizer,
+                                "how a word vocabulary splits text: whitespace (fields between spaces) or hf "
+                                "(transformers' Transfo-XL tokenizer: Moses punctuation rules, \"@,@\" in numbers); "
+                                "default: hf for Hugging Face's vocab.pkl, whitespace otherwise")
+                     ->check(CLI::IsMember({"whitespace", "hf"}));
   if (shape == Shape::All)
     batchOpt =
         cmd.add_option("--batch", batch, "independent streams (default: 1, or the artifact's)")->check(batchCheck());
@@ -51,6 +56,7 @@ OpenOptions ModelFlags::openOptions() const {
   OpenOptions o;
   if (weightsOpt && weightsOpt->count()) o.weights = weights;
   if (vocabOpt && vocabOpt->count()) o.vocab = vocab;
+  if (tokenizerOpt && tokenizerOpt->count()) o.tokenizer = tokenizer;
   return o;
 }
 
