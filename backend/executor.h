@@ -46,6 +46,9 @@ struct StepInfo {
   std::string primitive;   // "matmul", "reorder", ... or "kernel" for an own kernel
   std::string impl;        // impl_info_str() ("brg:avx512_core"), or the own kernel's name
   bool serial = false;     // runs on one thread however many the plan's team has
+  // False for a step of one of a plan's two thread variants (the oneDNN
+  // executor's ThreadPolicy::Auto): a run takes it or its twin, not both.
+  bool everyRun = true;
 };
 
 class CompiledGraph {

@@ -52,6 +52,10 @@ char* Session::rowPtr(std::size_t index, std::int64_t first) {
   return static_cast<char*>(buffers_[index].raw()) + rowBytes(index, first);
 }
 
+const char* Session::rowPtr(std::size_t index, std::int64_t first) const {
+  return static_cast<const char*>(buffers_[index].raw()) + rowBytes(index, first);
+}
+
 std::size_t Session::rowBytes(std::size_t index, std::int64_t count) const {
   const SlotLayout& slot = layout()[index];
   return std::size_t(count) * std::size_t(rowElements(slot)) * ir::dtypeSize(slot.dtype);
@@ -335,6 +339,37 @@ void Session::loadStream(std::int64_t b, const TensorMap& state) {
   for (const auto& [name, t] : state) types.emplace(name, t.type());
   checkSlotTypes(single, info.memLen, types);
   const std::int64_t m = layout().empty() ? 0 : state.at(memName(layout().front().slot)).shape()[0];
+  placeStream(b, m, [&](std::size_t i, std::int64_t r, char* to) {
+    const SlotLayout& slot = layout()[i];
+    const std::int64_t part = rowElements(slot) / info.batch;
+    ir::convertFloats(ir::DType::F32, state.at(memName(slot.slot)).data<float>() + r * part, slot.dtype, to, part);
+  });
+}
+
+void Session::copyStream(std::int64_t b, const Session& from, std::int64_t fromStream) {
+  checkStream(b, "load");
+  from.checkStream(fromStream, "save");
+  TXL_CHECK(&from != this, "a stream copied within one session");
+  const std::int64_t batch = model_->info().batch, fromBatch = from.model_->info().batch;
+  const auto& mine = layout();
+  const auto& theirs = from.layout();
+  bool same = mine.size() == theirs.size();
+  for (std::size_t i = 0; same && i < mine.size(); ++i)
+    same = mine[i].slot == theirs[i].slot && mine[i].dtype == theirs[i].dtype &&
+           rowElements(mine[i]) / batch == rowElements(theirs[i]) / fromBatch;
+  if (!same) throw Error("copy of stream " + std::to_string(fromStream) + ": the sessions' memory slots differ");
+  const std::int64_t m = from.streamMlen_[std::size_t(fromStream)];
+  const std::int64_t fromFirst = from.start_ + from.mlen_ - m;
+  placeStream(b, m, [&](std::size_t i, std::int64_t r, char* to) {
+    const std::size_t part = from.rowBytes(i, 1) / std::size_t(fromBatch);
+    const char* row = from.rowPtr(i, fromFirst + r) + part * std::size_t(fromStream);
+    std::memcpy(to, row, part);
+  });
+}
+
+void Session::placeStream(std::int64_t b, std::int64_t m,
+                          const std::function<void(std::size_t, std::int64_t, char*)>& fill) {
+  const ModelInfo& info = model_->info();
   if (!info.padWarmup)
     for (std::int64_t c = 0; c < info.batch; ++c)
       if (c != b && streamMlen_[std::size_t(c)] != m)
@@ -349,13 +384,9 @@ void Session::loadStream(std::int64_t b, const TensorMap& state) {
   start_ += mlen_ - longest;
   mlen_ = longest;
   for (std::size_t i = 0; i < layout().size(); ++i) {
-    const SlotLayout& slot = layout()[i];
-    const std::int64_t part = rowElements(slot) / info.batch;
     const std::size_t rowSize = rowBytes(i, 1), partSize = rowSize / std::size_t(info.batch);
-    const float* from = state.at(memName(slot.slot)).data<float>();
     char* to = rowPtr(i, start_ + mlen_ - m) + partSize * std::size_t(b);
-    for (std::int64_t r = 0; r < m; ++r)
-      ir::convertFloats(ir::DType::F32, from + r * part, slot.dtype, to + std::size_t(r) * rowSize, part);
+    for (std::int64_t r = 0; r < m; ++r) fill(i, r, to + std::size_t(r) * rowSize);
   }
 }
 

@@ -117,6 +117,9 @@ class CompiledModel {
   const ModelInfo& info() const { return info_; }
   const TensorMap& weights() const { return weights_; }
   Executor& executor() const { return *executor_; }
+  // The executor, for another compiled model of the same weights to share
+  // (its packed weights: driver::compile's `sharedWith`).
+  std::shared_ptr<Executor> sharedExecutor() const { return executor_; }
   // The optimized graph of one segment; folded through `constants` when given.
   ir::Graph buildGraph(const ir::Segment& segment, ir::ConstantEvaluator* constants = nullptr) const {
     return factory_(segment, constants);
@@ -209,6 +212,11 @@ class Session {
   // shapes, or streams of different lengths in a model that cannot pad.
   TensorMap saveStream(std::int64_t b) const;
   void loadStream(std::int64_t b, const TensorMap& state);
+  // loadStream(b, from.saveStream(fromStream)) without the f32 state between:
+  // the rows are copied as they are stored (both sessions' slots must have
+  // the same dtypes and row widths, txl::Error otherwise), so a stream moves
+  // between a batch-1 session and a pool's lane at the cost of a copy.
+  void copyStream(std::int64_t b, const Session& from, std::int64_t fromStream);
 
   // Plans built so far (one per distinct segment shape met).
   std::size_t planCount() const { return plans_.size(); }
@@ -226,7 +234,11 @@ class Session {
   void ensureRoom(std::int64_t klen);
   ir::Tensor rows(std::size_t index, std::int64_t first, std::int64_t count) const;
   void checkStream(std::int64_t b, const char* what) const;
-  char* rowPtr(std::size_t index, std::int64_t first);                // row `first` of slot `index`'s window
+  // Makes stream b remember m positions (the window moved or grown as
+  // needed) and has `fill(slot index, row, to)` write each of its rows' parts.
+  void placeStream(std::int64_t b, std::int64_t m, const std::function<void(std::size_t, std::int64_t, char*)>& fill);
+  char* rowPtr(std::size_t index, std::int64_t first);  // row `first` of slot `index`'s window
+  const char* rowPtr(std::size_t index, std::int64_t first) const;
   std::size_t rowBytes(std::size_t index, std::int64_t count) const;  // bytes of `count` rows of it
   // Points the input of slot `index` at `count` rows from `first`, without allocating.
   void bindRows(std::size_t index, std::int64_t first, std::int64_t count);

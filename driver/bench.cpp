@@ -40,6 +40,7 @@
 #include "backend/onednn/onednn_probe.h"
 #include "backend/platform.h"
 #include "driver/inspect.h"
+#include "frontend/atomic_file.h"
 #include "frontend/safetensors.h"
 #include "frontend/weights.h"
 #include "ir/check.h"
@@ -213,8 +214,14 @@ void prefill(const std::shared_ptr<backend::CompiledModel>& model, backend::Sess
   session.loadState(state);
 }
 
-// One timed forward (ms).
+// Ends the case when SIGINT/SIGTERM has arrived (frontend::catchInterrupts()).
+void checkInterrupted() {
+  if (const int sig = frontend::interruptSignal()) throw BenchInterrupted(sig);
+}
+
+// One timed forward (ms), after checking for an interrupt.
 double timedForward(backend::Session& session, Streams& s, std::int64_t qlen, bool nll) {
+  checkInterrupted();
   ir::Tensor tokens = s.tokens(qlen), targets;
   if (nll) targets = s.tokens(qlen);
   const auto t0 = Clock::now();
@@ -222,26 +229,50 @@ double timedForward(backend::Session& session, Streams& s, std::int64_t qlen, bo
   return msSince(t0);
 }
 
-std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::int64_t qlen, bool nll, int runs) {
+std::vector<ProfileRow> profilePlan(backend::Session& session, Streams& s, std::int64_t qlen, bool nll, int runs,
+                                    std::vector<ProfileRun>& profileRuns) {
   const ir::TensorMap state = session.saveState();
   session.loadState(state);
   timedForward(session, s, qlen, nll);  // the plan of this shape, built if new
   backend::CompiledGraph* plan = session.lastPlan();
   if (!plan || !plan->hasSteps()) return {};
   plan->setProfiling(true);
+  // The plan sums each step's time over the runs; the difference of the
+  // sums around a run is that run's (kept for the last kMaxProfileRuns).
+  std::vector<double> before;
+  std::vector<ProfileRun> latest;  // every step's time in each of the last kMaxProfileRuns runs
   for (int r = 0; r < runs; ++r) {
     session.loadState(state);
-    timedForward(session, s, qlen, nll);
+    before = plan->stepSeconds();
+    ProfileRun run;
+    run.startUs = std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+    run.wallUs = timedForward(session, s, qlen, nll) * 1e3;
+    const auto& after = plan->stepSeconds();
+    for (std::size_t i = 0; i < after.size() && i < before.size(); ++i)
+      run.stepUs.push_back((after[i] - before[i]) * 1e6);
+    if (latest.size() == kMaxProfileRuns) latest.erase(latest.begin());
+    latest.push_back(std::move(run));
   }
   std::vector<ProfileRow> rows;
+  std::vector<std::size_t> shownSteps;
   const auto& steps = plan->steps();
   const auto& secs = plan->stepSeconds();
   // Steps name their nodes by op id; the report names them as inspect's listing does.
   const ir::Graph shown = session.model().buildGraph(session.lastKey());
-  for (std::size_t i = 0; i < steps.size(); ++i)
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].everyRun && secs[i] == 0) continue;  // a thread variant's step that no run took
+    shownSteps.push_back(i);
     rows.push_back({steps[i].op, steps[i].primitive, steps[i].impl,
                     renumberNodes("node " + std::to_string(steps[i].node), shown), secs[i] * 1e3 / runs,
                     steps[i].serial});
+  }
+  for (ProfileRun& run : latest) {  // the runs' step times, as the rows list the steps
+    std::vector<double> times;
+    for (std::size_t i : shownSteps) times.push_back(i < run.stepUs.size() ? run.stepUs[i] : 0.0);
+    run.stepUs = std::move(times);
+    if (profileRuns.size() == kMaxProfileRuns) profileRuns.erase(profileRuns.begin());
+    profileRuns.push_back(std::move(run));
+  }
   plan->setProfiling(false);
   return rows;
 }
@@ -257,15 +288,29 @@ double stddevOf(const std::vector<double>& v, double mean) {
 
 std::vector<BenchCase> benchCases(const Setting& base, const std::vector<std::int64_t>& batches,
                                   const std::vector<std::int64_t>& qlens, const std::vector<std::int64_t>& memLens,
-                                  const std::vector<int>& threads) {
+                                  const std::vector<int>& threads, const std::vector<Precision>& precisions) {
   auto orDefault = [](auto list, auto value) { return list.empty() ? decltype(list){value} : list; };
   const int defaultThreads = base.threads > 0 ? base.threads : backend::platform().physicalCores;
   std::vector<BenchCase> cases;
-  for (std::int64_t b : orDefault(batches, base.batch))
-    for (std::int64_t q : orDefault(qlens, base.qlen))
-      for (std::int64_t m : orDefault(memLens, base.memLen))
-        for (int t : orDefault(threads, defaultThreads)) cases.push_back({b, q, m, t});
+  for (Precision p : orDefault(precisions, base.precision))
+    for (std::int64_t b : orDefault(batches, base.batch))
+      for (std::int64_t q : orDefault(qlens, base.qlen))
+        for (std::int64_t m : orDefault(memLens, base.memLen))
+          for (int t : orDefault(threads, defaultThreads)) cases.push_back({b, q, m, t, p});
   return cases;
+}
+
+Setting benchSetting(const Setting& base, const BenchCase& c, const BenchOptions& o) {
+  Setting s = base;
+  s.batch = c.batch;
+  s.qlen = o.slidingWindow ? 1 : c.qlen;
+  s.memLen = o.slidingWindow ? *o.slidingWindow - 1 : c.memLen;
+  s.threads = c.threads;
+  if (s.precision != c.precision) {
+    s.precision = c.precision;
+    resolvePipeline(s);
+  }
+  return s;
 }
 
 void mapRandomWeights(Model& m) {
@@ -293,16 +338,9 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.repetitions = o.repetitions;
   r.probe = probe;
 
-  // 1. The setting and the compiled model.
-  Setting settings = base;
-  settings.batch = c.batch;
-  settings.memLen = c.memLen;
-  settings.threads = c.threads;
-  r.qlen = c.qlen;
-  if (o.slidingWindow) {
-    r.qlen = 1;
-    settings.memLen = *o.slidingWindow - 1;
-  }
+  // 1. The setting and the compiled model (compile() checks the memory the case's own shape needs).
+  Setting settings = benchSetting(base, c, o);
+  r.qlen = settings.qlen;
   checkSetting(m.spec, settings);
   applyThreads(settings.threads);
   r.batch = settings.batch;
@@ -391,7 +429,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.rssBudgetBytes = r.weightBytes + r.stateBytes + r.arenaBytes + (std::size_t(64) << 20);
 
   // 5. Profile.
-  if (o.profile) r.profile = profilePlan(session, streams, r.qlen, o.nll, std::max(3, r.segments));
+  if (o.profile) r.profile = profilePlan(session, streams, r.qlen, o.nll, std::max(3, r.segments), r.profileRuns);
 
   // 6. The vanilla sliding-window evaluation at the same attention length.
   if (o.slidingWindow) {
@@ -404,6 +442,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
     v.forward(streams.tokens(L), nullptr, false);  // builds the plan
     std::vector<double> vms;
     for (int i = 0; i < r.segments; ++i) {
+      checkInterrupted();
       v.reset();
       vms.push_back(timedForward(v, streams, L, false));
     }

@@ -1,7 +1,7 @@
 // driver/bench.h - the benchmark harness behind `txlc bench` (docs/PERFORMANCE.md).
 //
-// A benchmark is a sweep: the Cartesian product of batch sizes, segment
-// lengths, memory lengths and thread counts (benchCases()), each case run
+// A benchmark is a sweep: the Cartesian product of precisions, batch sizes,
+// segment lengths, memory lengths and thread counts (benchCases()), each case run
 // on the same model - any form openModel() accepts: a model directory, a
 // spec with weights or seeded random weights, a checkpoint, an artifact, the
 // running standalone executable. For each case runBench() compiles the model
@@ -15,7 +15,10 @@
 // matmul peak) and, for qlen 1, the memory floor. `profile` reruns the
 // steady-state plan with per-step timing; `slidingWindow` L compares a
 // vanilla sliding-window evaluation with the memory-based one at attention
-// length L. driver/bench_report.h prints reports.
+// length L. driver/bench_report.h prints reports, driver/bench_plot.h draws
+// a sweep, driver/bench_trace.h writes the profiled steps as a trace.
+// SIGINT/SIGTERM caught by frontend::catchInterrupts() abandon the case
+// running (BenchInterrupted) between two segments.
 //
 //   driver::Model m = driver::openModel("bench/enwik8_base.json", {.randomWeights = true});
 //   driver::Setting s = driver::defaultSetting(m);
@@ -26,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,14 +44,15 @@ struct BenchCase {
   std::int64_t qlen = 1;  // tokens per timed segment
   std::int64_t memLen = 0;
   int threads = 1;
+  Precision precision = Precision::F32;
 };
 
-// The Cartesian product, batch slowest and threads fastest. An empty list
-// takes the setting's value (threads: the machine's physical cores when the
-// setting leaves them to OpenMP).
+// The Cartesian product, precision slowest, then batch, and threads
+// fastest. An empty list takes the setting's value (threads: the machine's
+// physical cores when the setting leaves them to OpenMP).
 std::vector<BenchCase> benchCases(const Setting& base, const std::vector<std::int64_t>& batches,
                                   const std::vector<std::int64_t>& qlens, const std::vector<std::int64_t>& memLens,
-                                  const std::vector<int>& threads);
+                                  const std::vector<int>& threads, const std::vector<Precision>& precisions = {});
 
 // What every case of a sweep shares.
 struct BenchOptions {
@@ -65,6 +70,13 @@ struct Latency {
   double avg = 0, median = 0, p90 = 0, p95 = 0, p99 = 0, min = 0, max = 0;  // ms
 };
 Latency latencyOf(std::vector<double> ms);
+
+// The step times of one profiled segment (trace output, driver/bench_trace.h).
+struct ProfileRun {
+  double startUs = 0;          // steady clock, microseconds
+  double wallUs = 0;           // the whole forward()
+  std::vector<double> stepUs;  // per step, in plan order (BenchReport::profile's)
+};
 
 struct ProfileRow {
   std::string op, primitive, impl;
@@ -96,6 +108,7 @@ struct BenchReport {
   std::size_t peakRssBytes = 0, peakRssProcessBytes = 0;
   std::size_t weightBytes = 0, stateBytes = 0, arenaBytes = 0, constantBytes = 0, rssBudgetBytes = 0;
   std::vector<ProfileRow> profile;
+  std::vector<ProfileRun> profileRuns;  // the last kMaxProfileRuns profiled segments
   std::vector<SlidingWindowRow> slidingWindow;
   std::vector<std::string> refImpls;  // steps of the timed plan with a `ref` implementation
 };
@@ -106,9 +119,23 @@ struct BenchReport {
 // read only packed are file pages the executor drops).
 void mapRandomWeights(Model& m);
 
-// One case: `base` (the model's setting with the user's overrides) with the
-// case's batch, mem_len and threads; checked (checkSetting, checkMemoryFits)
-// before anything is planned.
+inline constexpr std::size_t kMaxProfileRuns = 10;
+
+// The setting a case runs: `base` (the model's setting with the user's
+// overrides) with the case's batch, qlen, mem_len, threads and precision
+// (resolved); with a sliding window, qlen 1 and mem_len L - 1.
+Setting benchSetting(const Setting& base, const BenchCase& c, const BenchOptions& o);
+
+// Thrown by runBench() when frontend::interruptSignal() is set: the case
+// running is abandoned between two segments.
+class BenchInterrupted : public std::runtime_error {
+ public:
+  explicit BenchInterrupted(int signal) : std::runtime_error("interrupted"), signal(signal) {}
+  int signal;
+};
+
+// One case, run with benchSetting(); checked (checkSetting, checkMemoryFits
+// with the case's own batch, qlen and mem_len) before anything is planned.
 BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, const BenchOptions& o,
                      const ProbeResult& probe);
 

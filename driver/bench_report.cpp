@@ -63,23 +63,30 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
-// One Markdown row per case.
-std::string markdown(const std::vector<BenchReport>& reports) {
+// The Markdown table's header, and one row per case.
+std::string markdownHeader() {
+  return "| model | backend | precision | batch | qlen | mem_len | threads | reps | tokens/s | median ms | p99 ms "
+         "| efficiency | time / memory floor | peak RSS MiB | budget MiB |\n"
+         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+}
+
+std::string markdownRow(const BenchReport& r) {
   std::ostringstream out;
-  out << "| model | backend | batch | qlen | mem_len | threads | reps | tokens/s | median ms | p99 ms | efficiency "
-         "| time / memory floor | peak RSS MiB | budget MiB |\n";
-  out << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-  for (const BenchReport& r : reports) {
-    out << "| " << r.model << " | " << r.backend << " | " << r.batch << " | " << r.qlen << " | " << r.memLen << " | "
-        << r.threads << " | " << r.repetitions << " | " << fixed(r.tokensPerS, 1) << " ± "
-        << fixed(r.tokensPerSStddev, 1) << " | " << fixed(r.latency.median, 2) << " | " << fixed(r.latency.p99, 2)
-        << " | " << (r.probe.ok ? fixed(r.efficiency, 3) : "-") << " | "
-        << (r.qlen == 1 && r.probe.ok ? fixed(r.floorRatio, 2) : "-") << " | " << fixed(mib(r.peakRssBytes), 1) << " | "
-        << fixed(mib(r.rssBudgetBytes), 1) << " |\n";
-  }
+  out << "| " << r.model << " | " << r.backend << " | " << r.precision << " | " << r.batch << " | " << r.qlen << " | "
+      << r.memLen << " | " << r.threads << " | " << r.repetitions << " | " << fixed(r.tokensPerS, 1) << " ± "
+      << fixed(r.tokensPerSStddev, 1) << " | " << fixed(r.latency.median, 2) << " | " << fixed(r.latency.p99, 2)
+      << " | " << (r.probe.ok ? fixed(r.efficiency, 3) : "-") << " | "
+      << (r.qlen == 1 && r.probe.ok ? fixed(r.floorRatio, 2) : "-") << " | " << fixed(mib(r.peakRssBytes), 1) << " | "
+      << fixed(mib(r.rssBudgetBytes), 1) << " |\n";
+  return out.str();
+}
+
+// The sections below the table: slow paths, sliding windows, profiles.
+std::string markdownSections(const std::vector<BenchReport>& reports) {
+  std::ostringstream out;
   for (const BenchReport& r : reports) {
     const std::string title = "batch " + std::to_string(r.batch) + ", qlen " + std::to_string(r.qlen) + ", mem_len " +
-                              std::to_string(r.memLen) + ", " + std::to_string(r.threads) + " threads";
+                              std::to_string(r.memLen) + ", " + std::to_string(r.threads) + " threads, " + r.precision;
     for (const auto& s : r.refImpls) out << "\nSLOW PATH (" << title << "): " << s << "\n";
     for (const auto& s : r.slidingWindow)
       out << "\nsliding window L=" << s.length << " (" << title << "): vanilla " << fixed(s.vanillaMsPerToken, 2)
@@ -146,17 +153,20 @@ std::vector<std::pair<std::string, nlohmann::json>> csvColumns(const BenchReport
   return cols;
 }
 
-std::string csv(const std::vector<BenchReport>& reports) {
+// The CSV header (`header`) or row of a record.
+std::string csvLine(const BenchReport& r, bool header) {
   std::ostringstream out;
-  for (std::size_t i = 0; i < reports.size(); ++i) {
-    const auto cols = csvColumns(reports[i]);
-    if (i == 0)
-      for (std::size_t c = 0; c < cols.size(); ++c) out << (c ? "," : "") << csvField(cols[c].first);
-    if (i == 0) out << "\n";
-    for (std::size_t c = 0; c < cols.size(); ++c) out << (c ? "," : "") << csvField(cols[c].second);
-    out << "\n";
-  }
+  const auto cols = csvColumns(r);
+  for (std::size_t c = 0; c < cols.size(); ++c)
+    out << (c ? "," : "") << (header ? csvField(cols[c].first) : csvField(cols[c].second));
+  out << "\n";
   return out.str();
+}
+
+// A record as an element of the json array: indented as dump(2) indents it there.
+std::string jsonElement(const BenchReport& r) {
+  const std::string a = nlohmann::json::array({benchJson(r)}).dump(2);  // "[\n  {...}\n]"
+  return a.substr(2, a.size() - 4);
 }
 
 }  // namespace
@@ -171,28 +181,47 @@ BenchFormat parseBenchFormat(const std::string& name) {
 }
 
 std::string formatBenchReports(const std::vector<BenchReport>& reports, BenchFormat format) {
-  switch (format) {
+  std::ostringstream out;
+  BenchReportWriter w(out, format);
+  for (const BenchReport& r : reports) w.add(r);
+  w.finish();
+  return out.str();
+}
+
+BenchReportWriter::BenchReportWriter(std::ostream& out, BenchFormat format) : out_(out), format_(format) {
+  if (format_ == BenchFormat::Markdown) out_ << markdownHeader() << std::flush;
+  if (format_ == BenchFormat::Json) out_ << "[\n" << std::flush;
+}
+
+void BenchReportWriter::add(const BenchReport& r) {
+  const bool first = done_.empty();
+  switch (format_) {
     case BenchFormat::Markdown:
-      return markdown(reports);
+      out_ << markdownRow(r);
+      break;
     case BenchFormat::Csv:
-      return csv(reports);
-    case BenchFormat::Text: {
-      std::string out;
-      for (std::size_t i = 0; i < reports.size(); ++i) out += (i ? "\n" : "") + benchText(reports[i]);
-      return out;
-    }
-    case BenchFormat::Json: {
-      nlohmann::json a = nlohmann::json::array();
-      for (const BenchReport& r : reports) a.push_back(benchJson(r));
-      return a.dump(2) + "\n";
-    }
-    case BenchFormat::Jsonl: {
-      std::string out;
-      for (const BenchReport& r : reports) out += benchJson(r).dump() + "\n";
-      return out;
-    }
+      out_ << (first ? csvLine(r, true) : "") << csvLine(r, false);
+      break;
+    case BenchFormat::Text:
+      out_ << (first ? "" : "\n") << benchText(r);
+      break;
+    case BenchFormat::Json:
+      out_ << (first ? "" : ",\n") << jsonElement(r);
+      break;
+    case BenchFormat::Jsonl:
+      out_ << benchJson(r).dump() << "\n";
+      break;
   }
-  return "";
+  out_ << std::flush;
+  done_.push_back(r);
+}
+
+void BenchReportWriter::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (format_ == BenchFormat::Markdown) out_ << markdownSections(done_);
+  if (format_ == BenchFormat::Json) out_ << (done_.empty() ? "]\n" : "\n]\n");
+  out_ << std::flush;
 }
 
 nlohmann::json benchJson(const BenchReport& r) {

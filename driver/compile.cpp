@@ -153,6 +153,7 @@ Setting resolveSetting(const Model& m, const SettingChoice& c, bool run) {
   Setting s = defaultSetting(m);
   selectPipeline(s, c);
   if (c.threads) s.threads = *c.threads;
+  if (c.threadPolicy) s.threadPolicy = parseThreadPolicy(*c.threadPolicy, "--thread-policy");
   if (c.batch) s.batch = *c.batch;
   if (c.qlen) s.qlen = *c.qlen;
   if (c.memLen) s.memLen = *c.memLen;
@@ -248,8 +249,17 @@ int defaultThreads() {
 
 // --- what the setting gives the frontend and the backend -----------------------
 
-std::shared_ptr<backend::Executor> makeExecutor(const std::string& backend) {
-  return isOnednn(backend) ? backend::makeOnednnExecutor() : backend::makeReferenceExecutor();
+backend::ThreadPolicy parseThreadPolicy(const std::string& name, const std::string& flag) {
+  if (name == "auto") return backend::ThreadPolicy::Auto;
+  if (name == "idle") return backend::ThreadPolicy::Idle;
+  if (name == "loaded") return backend::ThreadPolicy::Loaded;
+  throw UsageError(flag + ": expected auto, idle or loaded, got '" + name + "'");
+}
+
+std::shared_ptr<backend::Executor> makeExecutor(const Setting& s) {
+  backend::OnednnOptions options;
+  options.threadPolicy = s.threadPolicy;
+  return isOnednn(s.backend) ? backend::makeOnednnExecutor(options) : backend::makeReferenceExecutor();
 }
 
 const ir::TargetInfo* targetInfo(const std::string& backend) {
@@ -424,7 +434,8 @@ void verifyStoredGraphs(const Artifact& artifact, const std::string& path) {
   }
 }
 
-std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& setting) {
+std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& setting,
+                                                const backend::CompiledModel* sharedWith) {
   checkSetting(m.spec, setting);
   checkMemoryFits(m.spec, setting, m.path);  // before anything is planned
   applyThreads(setting.threads);
@@ -437,13 +448,14 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
     resolvePipeline(s);
   }
   const frontend::ModelSpec spec = m.spec;
+  std::shared_ptr<backend::Executor> executor = sharedWith ? sharedWith->sharedExecutor() : makeExecutor(s);
   if (!m.artifact) {
     auto factory = [spec, s](const ir::Segment& segment, ir::ConstantEvaluator* constants) {
       ir::PassContext ctx;
       ctx.constants = constants;
       return buildOptimizedGraph(spec, s, segment, &ctx);
     };
-    return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, makeExecutor(s.backend), factory,
+    return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, executor, factory,
                                                     initialRows(spec, s, m.weights));
   }
 
@@ -469,7 +481,7 @@ std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s
     ctx.constants = constants;
     return buildOptimizedGraph(spec, s, segment, &ctx);
   };
-  return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, makeExecutor(s.backend), factory,
+  return std::make_shared<backend::CompiledModel>(modelInfo(spec, s), m.weights, executor, factory,
                                                   initialRows(spec, s, m.weights));
 }
 

@@ -90,7 +90,9 @@ int defaultThreads();
 // --- what the setting gives the frontend and the backend -----------------------
 
 // "onednn" or "reference"; txl::Error for another name.
-std::shared_ptr<backend::Executor> makeExecutor(const std::string& backend);
+std::shared_ptr<backend::Executor> makeExecutor(const Setting& s);
+// "auto", "idle" or "loaded" (txl::UsageError naming `flag` otherwise).
+backend::ThreadPolicy parseThreadPolicy(const std::string& name, const std::string& flag);
 // What the passes ask about fast paths when building graphs for executor
 // `backend`: the oneDNN target for "onednn" (a fusion it would run slowly is
 // skipped, e.g. rel_attention at <= 4 query rows), none for "reference"
@@ -158,8 +160,12 @@ void checkMemoryFits(const frontend::ModelSpec& spec, const Setting& s, const st
 // (unless replans()); any other shape is rebuilt from the stored spec and
 // pipeline (the first rebuild also rebuilds the artifact's main graph and
 // checks it equals the stored one). For an artifact the stored pipeline is
-// used and `s.pipeline`'s pass selection is ignored.
-std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s);
+// used and `s.pipeline`'s pass selection is ignored. `sharedWith`: another
+// compiled model of the same `m` (another batch: driver/stream_server.h's
+// pools) whose executor this one uses, so that both read one packed copy of
+// each weight instead of packing their own.
+std::shared_ptr<backend::CompiledModel> compile(const Model& m, const Setting& s,
+                                                const backend::CompiledModel* sharedWith = nullptr);
 
 // The artifact of `m` under `s`: the optimized graphs of the setting's shape
 // buckets (docs/ARTIFACT.md), main scoring shape first, for kArtifactTarget.

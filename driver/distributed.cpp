@@ -23,7 +23,7 @@ class SingleProcess final : public Processes {
     std::this_thread::sleep_for(wait);
     return std::nullopt;
   }
-  Failure firstFailure(int code) override { return code != 0 ? Failure{0, code} : Failure{}; }
+  std::vector<SetupReport> gatherSetup(const SetupReport& mine) override { return {mine}; }
   void finish() override {}
   [[noreturn]] void abort(int code) override { std::_Exit(code); }
 };
@@ -34,6 +34,13 @@ int envInt(const char* name) {
 }
 
 }  // namespace
+
+Processes::Failure Processes::firstFailure(int code) {
+  const std::vector<SetupReport> all = gatherSetup({code, {}});
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (all[r].code != 0) return {int(r), all[r].code};
+  return {};
+}
 
 int launcherSize() {
   // Open MPI's mpirun, then PMIx and PMI launchers (srun, MPICH's hydra).

@@ -14,10 +14,13 @@
 //   else while (auto m = p->receive(std::chrono::milliseconds(100))) ...;
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace txl::driver {
 
@@ -38,15 +41,24 @@ class Processes {
   // On rank 0: the next message from another rank, waiting at most `wait`
   // (0: only what has arrived); nullopt when none came.
   virtual std::optional<Message> receive(std::chrono::milliseconds wait) = 0;
+  // What one rank reports at the end of its setup: its exit code (0: set
+  // up) and the fingerprints every rank must share (driver/split_run.h).
+  struct SetupReport {
+    int code = 0;
+    std::array<std::uint64_t, 4> fingerprint{};
+  };
+  // Every rank's report, in rank order (a collective: every rank calls it
+  // once, at the end of its setup, successful or not).
+  virtual std::vector<SetupReport> gatherSetup(const SetupReport& mine) = 0;
   // The lowest rank whose `code` is non-zero and its code, or rank -1 when
-  // every rank's is 0 (a collective: every rank calls it once with its own
-  // code). A run's setup (reading the model and the input, which every rank
-  // does) ends with it, so that one rank reports a problem and every rank stops.
+  // every rank's is 0: gatherSetup() with no fingerprint. A run's setup
+  // (reading the model and the input, which every rank does) ends with it,
+  // so that one rank reports a problem and every rank stops.
   struct Failure {
     int rank = -1;
     int code = 0;
   };
-  virtual Failure firstFailure(int code) = 0;
+  Failure firstFailure(int code);
   // Waits until every message this rank queued has left, then ends this
   // rank's part of the run normally.
   virtual void finish() = 0;

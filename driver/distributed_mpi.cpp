@@ -12,6 +12,7 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <deque>
 #include <thread>
 #include <vector>
@@ -79,12 +80,22 @@ class MpiProcesses final : public Processes {
     }
   }
 
-  Failure firstFailure(int code) override {
-    std::vector<int> codes(std::size_t(size_), 0);
-    check(MPI_Allgather(&code, 1, MPI_INT, codes.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
-    for (int r = 0; r < size_; ++r)
-      if (codes[std::size_t(r)] != 0) return {r, codes[std::size_t(r)]};
-    return {};
+  std::vector<SetupReport> gatherSetup(const SetupReport& mine) override {
+    // One fixed-size record per rank: the code, then the fingerprint.
+    constexpr int kWords = 1 + int(std::tuple_size_v<decltype(mine.fingerprint)>);
+    std::uint64_t words[kWords];
+    words[0] = std::uint64_t(std::int64_t(mine.code));
+    std::copy(mine.fingerprint.begin(), mine.fingerprint.end(), words + 1);
+    std::vector<std::uint64_t> all(std::size_t(size_) * kWords, 0);
+    check(MPI_Allgather(words, kWords, MPI_UINT64_T, all.data(), kWords, MPI_UINT64_T, MPI_COMM_WORLD),
+          "MPI_Allgather");
+    std::vector<SetupReport> reports(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      const std::uint64_t* w = all.data() + std::size_t(r) * kWords;
+      reports[std::size_t(r)].code = int(std::int64_t(w[0]));
+      std::copy(w + 1, w + kWords, reports[std::size_t(r)].fingerprint.begin());
+    }
+    return reports;
   }
 
   void finish() override {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 
+#include "driver/content_hash.h"
 #include "driver/finite.h"
 #include "driver/text_source.h"
 #include "frontend/input_file.h"
@@ -40,12 +41,98 @@ std::vector<std::string_view> splitLines(std::string_view content) {
   return lines;
 }
 
-bool looksLikeJsonLines(const std::vector<std::string_view>& lines) {
-  for (std::string_view line : lines) {
+// Builds one JSON line from nlohmann's SAX events within the bounds of
+// documents.h: nesting and values are counted as they come, so a deep or
+// wide line is refused before it is built whole. (nlohmann's own parser
+// callback cannot serve: its builder rescans an array at every element's
+// end, quadratic in a wide line.)
+class BoundedLine final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit BoundedLine(const std::string& where) : where_(where) {}
+  nlohmann::json root;
+  bool null() override { return put(nullptr); }
+  bool boolean(bool v) override { return put(v); }
+  bool number_integer(number_integer_t v) override { return put(v); }
+  bool number_unsigned(number_unsigned_t v) override { return put(v); }
+  bool number_float(number_float_t v, const string_t&) override { return put(v); }
+  bool string(string_t& v) override { return put(std::move(v)); }
+  bool binary(binary_t& v) override { return put(nlohmann::json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return open(nlohmann::json::object()); }
+  bool start_array(std::size_t) override { return open(nlohmann::json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  nlohmann::json* place(nlohmann::json&& v) {
+    if (++values_ > kMaxJsonLineValues)
+      throw Error(where_ + "more than " + std::to_string(kMaxJsonLineValues) + " JSON values, expected at most " +
+                  std::to_string(kMaxJsonLineValues) + " in a line");
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    nlohmann::json* parent = stack_.back();
+    if (parent->is_array()) {
+      parent->push_back(std::move(v));
+      return &parent->back();  // the parent grows no more until this child closes
+    }
+    return &((*parent)[key_] = std::move(v));
+  }
+  bool put(nlohmann::json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(nlohmann::json&& v) {
+    if (stack_.size() >= std::size_t(kMaxJsonLineDepth))
+      throw Error(where_ + "JSON nested deeper than " + std::to_string(kMaxJsonLineDepth) +
+                  " levels, expected at most " + std::to_string(kMaxJsonLineDepth));
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  const std::string& where_;
+  std::vector<nlohmann::json*> stack_;
+  std::string key_;
+  std::size_t values_ = 0;
+};
+
+// Line `lineNo` of `source` as JSON (discarded when it is not JSON), within
+// the bounds of documents.h: its length before parsing, its nesting and
+// values as it is built (BoundedLine), its "id" after.
+nlohmann::json parseBoundedLine(std::string_view line, std::size_t lineNo, const std::string& source) {
+  const std::string where = oneLine(source) + ": line " + std::to_string(lineNo) + ": ";
+  if (line.size() > kMaxJsonLineBytes)
+    throw Error(where + "a JSON line of " + std::to_string(line.size()) + " bytes, expected at most " +
+                std::to_string(kMaxJsonLineBytes));
+  BoundedLine builder(where);
+  if (!nlohmann::json::sax_parse(line, &builder)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  nlohmann::json j = std::move(builder.root);
+  if (j.is_object())
+    if (const auto id = j.find("id"); id != j.end()) {
+      const std::size_t bytes = id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+      if (bytes > kMaxIdBytes)
+        throw Error(where + "an \"id\" of " + std::to_string(bytes) + " bytes as JSON, expected at most " +
+                    std::to_string(kMaxIdBytes));
+    }
+  return j;
+}
+
+bool looksLikeJsonLines(const std::vector<std::string_view>& lines, const std::string& source) {
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    const std::string_view line = lines[n];
     const std::size_t first = line.find_first_not_of(" \t");
     if (first == std::string_view::npos) continue;
     if (line[first] != '{') return false;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    const nlohmann::json j = parseBoundedLine(line, n + 1, source);
     return j.is_object() && j.contains("text");
   }
   return false;
@@ -77,7 +164,7 @@ std::size_t invalidUtf8(std::string_view s) {
 std::vector<Document> parseDocuments(std::string_view content, const std::string& source, DocumentFormat format) {
   const std::vector<std::string_view> lines = splitLines(content);
   if (format == DocumentFormat::Auto)
-    format = endsWith(source, ".jsonl") || endsWith(source, ".ndjson") || looksLikeJsonLines(lines)
+    format = endsWith(source, ".jsonl") || endsWith(source, ".ndjson") || looksLikeJsonLines(lines, source)
                  ? DocumentFormat::JsonLines
                  : DocumentFormat::Lines;
   std::vector<Document> docs;
@@ -89,7 +176,7 @@ std::vector<Document> parseDocuments(std::string_view content, const std::string
     if (format == DocumentFormat::Lines) {
       d.text = std::string(lines[n]);
     } else {
-      const nlohmann::json j = nlohmann::json::parse(lines[n], nullptr, false);
+      const nlohmann::json j = parseBoundedLine(lines[n], n + 1, source);
       if (j.is_discarded() || !j.is_object()) {
         d.error = "line " + std::to_string(d.line) + ": expected a JSON object with a \"text\" string, got " +
                   (j.is_discarded() ? "text that is not JSON" : std::string("a JSON ") + j.type_name());
@@ -248,6 +335,22 @@ std::string documentErrorLine(const nlohmann::json& id, const std::string& error
          ",\"error\":" + nlohmann::json(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
 }
 
+std::uint64_t corpusFingerprint(const std::vector<Document>& docs) {
+  ContentHash h;
+  const std::uint64_t count = docs.size();
+  h.update(&count, sizeof count);
+  for (const Document& d : docs) {
+    // Each part with its length, so that no two corpora run together alike.
+    for (const std::string& part :
+         {d.id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), d.text, d.error}) {
+      const std::uint64_t n = part.size();
+      h.update(&n, sizeof n);
+      h.update(part);
+    }
+  }
+  return h.digest();
+}
+
 namespace {
 
 // A document id as its JSON text, cut and escaped by quote() when long (an id is the input's, of any size).
@@ -264,7 +367,7 @@ std::size_t completedPrefix(std::string_view lines, const std::vector<Document>&
   while (pos < lines.size() && n < docs.size()) {
     const std::size_t end = lines.find('\n', pos);
     if (end == std::string_view::npos) break;  // a torn last line
-    const nlohmann::json j = nlohmann::json::parse(lines.substr(pos, end - pos), nullptr, false);
+    const nlohmann::json j = parseBoundedLine(lines.substr(pos, end - pos), n + 1, source);
     if (j.is_discarded() || !j.is_object() || !j.contains("id") || !(j.contains("tokens") || j.contains("error")))
       break;
     if (j["id"] != docs[n].id)

@@ -18,7 +18,9 @@
 //
 // A document that cannot be scored (empty, binary, not valid UTF-8, a
 // character outside the vocabulary, bad JSON, too long) is reported in its
-// output line with an "error" field instead of its numbers.
+// output line with an "error" field instead of its numbers. A JSON line past
+// the bounds below (its length, nesting, values, or an "id" too large to
+// repeat in an output line) is a hostile file, not a document: txl::Error.
 //
 //   std::vector<Document> docs = readDocuments("corpus.jsonl", DocumentFormat::Auto);
 //   std::vector<EncodedDocument> enc = encodeDocuments(docs, vocab, {});
@@ -37,6 +39,15 @@
 
 namespace txl::driver {
 
+// Bounds on one JSON line (of a corpus, or of an earlier output --resume
+// reads), checked as it is parsed so that memory stays proportional to them:
+// the line's bytes before parsing, the nesting and the count of values while
+// parsing (nlohmann's parser callback stops it), then the "id"'s JSON text.
+inline constexpr std::size_t kMaxJsonLineBytes = std::size_t(64) << 20;
+inline constexpr int kMaxJsonLineDepth = 64;
+inline constexpr std::size_t kMaxJsonLineValues = std::size_t(1) << 20;
+inline constexpr std::size_t kMaxIdBytes = 4096;
+
 enum class DocumentFormat { Auto, Lines, JsonLines };
 // "auto", "lines", "jsonl"; txl::Error for another name.
 DocumentFormat documentFormat(const std::string& name);
@@ -52,7 +63,8 @@ struct Document {
 // ends in .jsonl or .ndjson, or its first non-blank line is a JSON object
 // with a "text" field; otherwise one document per line. A last line without
 // a line break is a document; a trailing line break ends the last one. A
-// line's own problems go to Document::error; txl::Error only for the file.
+// line's own problems go to Document::error; txl::Error for the file, and
+// for a JSON line past the bounds above ("docs.jsonl: line 3: ...").
 std::vector<Document> readDocuments(const std::string& path, DocumentFormat format);
 std::vector<Document> parseDocuments(std::string_view content, const std::string& source, DocumentFormat format);
 
@@ -98,10 +110,15 @@ bool scoreDocuments(backend::Session& session, std::span<const std::span<const s
 std::string documentLine(const nlohmann::json& id, const DocumentScore& score, std::int64_t unknown);
 std::string documentErrorLine(const nlohmann::json& id, const std::string& error);
 
+// A fingerprint of a corpus as read: every document's id, text and reading
+// error, in order (what --resume and a split run's ranks must agree on).
+std::uint64_t corpusFingerprint(const std::vector<Document>& docs);
+
 // How many leading documents `lines` (an earlier run's output) already
 // holds: each line a complete JSON object whose "id" is that document's id,
 // in order; the first line that is not (a torn last line) ends the prefix.
-// txl::Error naming `source` when a complete line belongs to another corpus.
+// txl::Error naming `source` when a complete line belongs to another corpus
+// or is past the bounds above.
 std::size_t completedPrefix(std::string_view lines, const std::vector<Document>& docs, const std::string& source,
                             std::size_t* bytes = nullptr);
 

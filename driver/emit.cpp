@@ -25,12 +25,16 @@ void noteTxlcExecutable(const std::string& txlc) {
 }  // namespace
 
 nlohmann::json emitCompiled(const Model& m, const Setting& s, const std::string& output, const std::string& emit,
-                            const std::string& txlc) {
+                            const std::string& txlc, const std::function<void(const std::string&)>& phaseDone) {
+  const auto phase = [&](const std::string& what) {
+    if (phaseDone) phaseDone(what);
+  };
   if (emit != "artifact" && emit != "exe") throw Error("--emit: expected 'artifact' or 'exe', got '" + emit + "'");
   checkMemoryFits(m.spec, s, m.path);  // before anything is planned
   Artifact a = buildArtifact(m, s);
+  phase("built and optimized " + std::to_string(a.graphs.size()) + " graphs");
   // Compile the main graph once: it must lower on this executor.
-  auto executor = makeExecutor(s.backend);
+  auto executor = makeExecutor(s);
   ir::Graph main = ir::fromJson(a.graphs.front().graph, "main graph");
   const std::size_t mainNodes = main.size();
   auto plan = executor->compile(main, a.weights);
@@ -47,6 +51,8 @@ nlohmann::json emitCompiled(const Model& m, const Setting& s, const std::string&
     summary["main_plan_steps"] = plan->steps().size();
     summary["main_plan_arena_bytes"] = plan->arenaBytes();
   }
+  phase(plan->hasSteps() ? "planned the main graph (" + std::to_string(plan->steps().size()) + " steps)"
+                         : "checked the main graph");
   std::vector<std::byte> bytes = serializeArtifact(a);
   if (emit == "exe") {
     // The libraries it needs beside it (driver/runtime_libraries.h), then the
@@ -69,6 +75,7 @@ nlohmann::json emitCompiled(const Model& m, const Setting& s, const std::string&
   } else {
     writeArtifact(output, a);
   }
+  phase("wrote " + oneLine(output));
   summary["artifact_bytes"] = bytes.size();
   return summary;
 }

@@ -9,6 +9,7 @@
 //   nlohmann::json summary = emitCompiled(m, s, "kjv.txla", "artifact");
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -23,7 +24,10 @@ namespace txl::driver {
 // batch, qlen, mem_len, graphs, main_graph_nodes, passes, main_plan_steps
 // and main_plan_arena_bytes (a oneDNN plan), artifact_bytes; for an "exe"
 // also libraries and library_folder (the copies beside it, driver/runtime_libraries.h).
+// `phaseDone`, when given, is called as each phase ends, with what it did
+// ("built 4 graphs", "planned the main graph (212 steps)", "wrote OUT").
 nlohmann::json emitCompiled(const Model& m, const Setting& s, const std::string& output, const std::string& emit,
-                            const std::string& txlc = "/proc/self/exe");
+                            const std::string& txlc = "/proc/self/exe",
+                            const std::function<void(const std::string&)>& phaseDone = {});
 
 }  // namespace txl::driver

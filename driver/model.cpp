@@ -34,11 +34,20 @@ void detectEmbeddedArtifact(const std::string& argv0) {
 }
 
 namespace {
-// --vocab: a vocabulary file given on the command line wins over the model's.
+// --vocab: a vocabulary file given on the command line wins over the model's;
+// --tokenizer then chooses how its words are split.
 void applyVocabFlag(Model& m, const OpenOptions& options) {
-  if (!options.vocab) return;
-  m.vocabulary = frontend::Vocabulary::load(*options.vocab);
-  checkVocabularySize(*m.vocabulary, m.spec, *options.vocab);
+  if (options.vocab) {
+    m.vocabulary = frontend::Vocabulary::load(*options.vocab);
+    checkVocabularySize(*m.vocabulary, m.spec, *options.vocab);
+  }
+  if (options.tokenizer) {
+    const frontend::WordTokenizer t = frontend::parseWordTokenizer(*options.tokenizer, "--tokenizer");
+    if (!m.vocabulary)
+      throw Error("--tokenizer " + *options.tokenizer + ": " + m.path +
+                  " has no vocabulary to split text for; give one with --vocab FILE");
+    m.vocabulary->setTokenizer(t, "--tokenizer " + *options.tokenizer);
+  }
 }
 }  // namespace
 

@@ -27,7 +27,10 @@ namespace txl::driver {
 struct OpenOptions {
   std::optional<std::string> weights;  // safetensors weights (for a spec file, or to override a directory's)
   std::optional<std::string> vocab;    // replaces the model's vocabulary (or gives one)
-  bool randomWeights = false;          // seeded random weights instead of a file
+  // --tokenizer: how the word vocabulary splits text ("whitespace" or "hf");
+  // unset: the vocabulary's own choice (hf for Hugging Face's vocab.pkl).
+  std::optional<std::string> tokenizer;
+  bool randomWeights = false;  // seeded random weights instead of a file
   std::uint64_t seed = 0;
 };
 

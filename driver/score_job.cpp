@@ -14,16 +14,40 @@
 #include <sstream>
 
 #include "driver/compile.h"
+#include "driver/content_hash.h"
+#include "driver/precision.h"
 #include "driver/document_sink.h"
 #include "driver/finite.h"
 #include "driver/rank_messages.h"
 #include "driver/text_source.h"
 #include "frontend/atomic_file.h"
+#include "frontend/input_file.h"
+#include "frontend/model_spec.h"
 #include "ir/check.h"
 
 namespace txl::driver {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The setting's parts that change a result's numbers (or which documents are scored).
+nlohmann::json resultSetting(const Setting& s) {
+  return {{"batch", s.batch},
+          {"qlen", s.qlen},
+          {"mem_len", s.memLen},
+          {"clamp_len", s.clampLen},
+          {"same_length", s.sameLength},
+          {"initial_memory", s.initialMemory == frontend::InitialMemory::Zeros ? "zeros" : "empty"},
+          {"threads", s.threads},
+          {"backend", s.backend},
+          {"precision", precisionName(s.precision)},
+          {"passes", s.resolved.passes}};
+}
+
+std::uint64_t hashOf(const std::string& text) { return contentHash(text.data(), text.size()); }
+
+}  // namespace
 
 // --- one text, cut into --batch streams ---------------------------------------
 
@@ -47,7 +71,13 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
 
   auto compiled = compile(m, share);
   backend::Session session(compiled);
-  phase.endSetup();
+  {
+    nlohmann::json options = resultSetting(setting);
+    options["ids"] = job.ids;
+    options["per_token"] = job.perToken;
+    options["max_unk_fraction"] = job.maxUnkFraction;
+    phase.endSetup({hashOf(m.modelId), contentHash(ids.data(), ids.size() * sizeof ids[0]), hashOf(options.dump()), 0});
+  }
   if (rank == 0) noteReplanning(m, setting);
 
   ScoreOptions so;
@@ -76,7 +106,10 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
     othersDone += s.predicted;
     othersNll += s.predictedNll;
     TXL_CHECK(s.first >= 0 && s.first + std::int64_t(s.nll.size()) <= streams && s.nllSquares.size() == s.nll.size(),
-              "a share of streams outside the cut");
+              "a share of streams outside the cut from rank " + std::to_string(msg.source));
+    TXL_CHECK(
+        s.perToken.empty() || (!perToken.empty() && s.perToken.size() == s.nll.size() * std::size_t(streamLength - 1)),
+        "per-token NLLs that do not fit the share from rank " + std::to_string(msg.source));
     std::copy(s.nll.begin(), s.nll.end(), streamNll.begin() + s.first);
     std::copy(s.nllSquares.begin(), s.nllSquares.end(), streamNllSquares.begin() + s.first);
     if (!perToken.empty())
@@ -169,6 +202,51 @@ bool isRegularFile(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+constexpr const char* kRunRecordFormat = "txlc score --documents run";
+
+// Beside FILE: what made its lines (model, corpus, options), which --resume checks.
+std::string runRecordPath(const std::string& output) { return output + ".run.json"; }
+
+void writeRunRecord(const std::string& path, const nlohmann::json& record) {
+  const std::string text = record.dump(2) + "\n";
+  frontend::AtomicFile f(path, 0644);
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+// Refuses to continue `from` (FILE.partial or FILE) unless the record beside
+// it says it was made by this run's model, corpus and options.
+void checkRunRecord(const std::string& path, const std::string& from, const nlohmann::json& mine) {
+  const std::string advice = " (" + oneLine(from) + " is another run's; remove it or drop --resume)";
+  if (!isRegularFile(path))
+    throw Error(oneLine(path) + ": expected the record of the run that wrote " + oneLine(from) +
+                " (its model, corpus and options), found none" + advice);
+  const std::string text = frontend::readInputFile(path, frontend::kMaxSpecBytes, "a run record (JSON)");
+  frontend::forgetInputFile(path);  // rewritten by this run
+  const nlohmann::json theirs = frontend::parseJsonText(text, path);
+  const auto field = [&](const nlohmann::json& j, const std::string& key) {
+    return j.is_object() && j.contains(key) ? j[key] : nlohmann::json();
+  };
+  // A recorded value for a message: a string quoted, anything else as JSON (cut when long).
+  const auto shown = [](const nlohmann::json& j) {
+    const std::string d = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return j.is_string() ? quote(j.get<std::string>()) : d.size() <= kMaxQuoted ? d : quote(d);
+  };
+  if (field(theirs, "format") != kRunRecordFormat)
+    throw Error(oneLine(path) + ": /format: expected \"" + kRunRecordFormat + "\", found " +
+                shown(field(theirs, "format")) + advice);
+  for (const char* key : {"model", "corpus"})
+    if (field(theirs, key) != mine[key])
+      throw Error(oneLine(path) + ": /" + key + ": expected this run's " +
+                  (std::string(key) == "model" ? "model " : "corpus fingerprint ") + mine[key].get<std::string>() +
+                  ", found " + shown(field(theirs, key)) + advice);
+  const nlohmann::json theirOptions = field(theirs, "options");
+  for (const auto& [key, value] : mine["options"].items())
+    if (field(theirOptions, key) != value)
+      throw Error(oneLine(path) + ": /options/" + key + ": expected this run's " + value.dump() + ", found " +
+                  shown(field(theirOptions, key)) + advice);
+}
+
 // The outcomes of the lines an earlier run completed (completedPrefix() checked them).
 std::vector<DocumentOutcome> keptOutcomes(std::string_view kept) {
   std::vector<DocumentOutcome> v;
@@ -203,18 +281,37 @@ DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const
       throw Error(job.source + ": document " + d.id.dump() + " (line " + std::to_string(d.line) +
                   "): " + encoded.back().error + " (--strict)");
   }
+  // Rank 0 claims FILE before reading anything of it: another run writing it is refused.
+  std::optional<DocumentSink> sink;
+  if (rank == 0) sink.emplace(job.output, job.stream);
+  // What identifies this run's results: its model, corpus and options (recorded beside FILE for --resume).
+  nlohmann::json options = resultSetting(setting);
+  options["max_tokens"] = job.limits.maxTokens;
+  options["strict"] = job.strict;
+  const nlohmann::json record = {{"format", kRunRecordFormat},
+                                 {"model", m.modelId},
+                                 {"corpus", hex64(corpusFingerprint(docs))},
+                                 {"options", options}};
   // What an earlier run completed: FILE.partial of an interrupted run, else a complete FILE.
   std::size_t resumed = 0;
   std::string kept;
   if (job.resume) {
     const std::string partial = job.output + ".partial";
-    const std::string from = isRegularFile(partial) ? partial : isRegularFile(job.output) ? job.output : "";
+    std::string content, from;
+    if (sink && !sink->partialPath().empty()) content = sink->earlier();  // through the descriptor rank 0 holds
+    else if (isRegularFile(partial)) content = readTextFile(partial);
+    frontend::forgetInputFile(partial);
+    if (!content.empty()) from = partial;
+    else if (isRegularFile(job.output)) {
+      content = readTextFile(job.output);
+      frontend::forgetInputFile(job.output);  // this run's own output, continued and replaced
+      from = job.output;
+    }
     if (!from.empty()) {
-      const std::string content = readTextFile(from);
-      frontend::forgetInputFile(from);  // this run's own output, continued and replaced
       std::size_t bytes = 0;
       resumed = completedPrefix(content, docs, from, &bytes);
       kept = content.substr(0, bytes);
+      if (!kept.empty()) checkRunRecord(runRecordPath(job.output), from, record);
     }
   }
   const backend::ModelInfo info = modelInfo(m.spec, setting);
@@ -230,13 +327,20 @@ DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const
   for (std::size_t k = std::size_t(rank); k < todo.size(); k += std::size_t(ranks)) mine.push_back(todo[k]);
   std::vector<std::span<const std::int64_t>> tokens;
   for (std::size_t i : mine) tokens.push_back(encoded[i].ids);
+  // The rank each document still to score belongs to (-1: none), to check what the others send.
+  std::vector<int> share;
+  if (rank == 0) {
+    share.assign(docs.size(), -1);
+    for (std::size_t k = 0; k < todo.size(); ++k) share[todo[k]] = int(k % std::size_t(ranks));
+  }
 
   std::shared_ptr<const backend::CompiledModel> compiled = job.compiled;
   if (!mine.empty() && !compiled) compiled = compile(m, setting);
-  std::optional<DocumentSink> sink;
-  phase.endSetup();  // every rank has read the earlier output before rank 0 rewrites it
+  // Every rank has read the earlier output before rank 0 rewrites it, and every rank was given the same run.
+  phase.endSetup({hashOf(m.modelId), corpusFingerprint(docs), hashOf(options.dump()), hashOf(kept)});
   if (rank == 0) {
-    sink.emplace(job.output, kept, job.stream);
+    sink->start(kept);
+    if (!sink->partialPath().empty()) writeRunRecord(runRecordPath(job.output), record);
     if (!mine.empty()) noteReplanning(m, setting);
   }
 
@@ -314,7 +418,9 @@ DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const
     const DocumentBatch b = decodeDocumentBatch(msg.bytes);
     predictedAll += b.predicted;
     for (const auto& [index, s] : b.scores) {
-      TXL_CHECK(index < docs.size(), "a document index outside the corpus from rank " + std::to_string(msg.source));
+      TXL_CHECK(index < docs.size() && share[index] == msg.source && !scores[index],
+                "document " + std::to_string(index) + " from rank " + std::to_string(msg.source) +
+                    ", which is not one of its share still to score");
       scores[index] = s;
       ++scoredAll;
     }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/onednn/onednn_executor.h"
 #include "driver/precision.h"
 #include "frontend/model_spec.h"
 #include "passes/pipeline.h"
@@ -38,7 +39,10 @@ struct Setting {
   // itself is the model's (ModelSpec::semantics: part of its identity, its
   // id and its artifacts), not a run's choice.
   frontend::InitialMemory initialMemory = frontend::InitialMemory::Empty;
-  int threads = 0;                 // OpenMP threads (0: leave OpenMP's default)
+  int threads = 0;  // OpenMP threads (0: leave OpenMP's default)
+  // Which steps run on one thread: chosen per run from measured times
+  // (Auto), or fixed for an idle or a loaded machine (backend/onednn/thread_policy.h).
+  backend::ThreadPolicy threadPolicy = backend::ThreadPolicy::Auto;
   std::string backend = "onednn";  // the executor: "onednn" or "reference"
   // The matmuls' precision (driver/precision.h); an artifact's own.
   Precision precision = Precision::F32;
@@ -57,11 +61,12 @@ struct SettingChoice {
   std::optional<bool> sameLength;
   std::optional<std::string> initialMemory;  // "zeros" or "empty"
   std::optional<int> threads;
-  std::optional<std::string> backend;    // "onednn" or "reference"
-  std::optional<std::string> passes;     // "a,b,c" or "none"
-  std::vector<std::string> disabled;     // passes removed from the pipeline
-  std::optional<std::string> memory;     // "kv" (the default pipeline's) or "hidden"
-  std::optional<std::string> precision;  // "f32", "bf16" or "int8"
+  std::optional<std::string> threadPolicy;  // "auto", "idle" or "loaded"
+  std::optional<std::string> backend;       // "onednn" or "reference"
+  std::optional<std::string> passes;        // "a,b,c" or "none"
+  std::vector<std::string> disabled;        // passes removed from the pipeline
+  std::optional<std::string> memory;        // "kv" (the default pipeline's) or "hidden"
+  std::optional<std::string> precision;     // "f32", "bf16" or "int8"
 };
 
 // Sets s.resolved from s.pipeline and s.precision: resolveSetting() does,

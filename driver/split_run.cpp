@@ -4,16 +4,28 @@
 #include <iostream>
 #include <sstream>
 
+#include "driver/content_hash.h"
 #include "driver/rank_messages.h"
 
 namespace txl::driver {
 
 using Clock = std::chrono::steady_clock;
 
-void SplitPhase::endSetup() {
+void SplitPhase::endSetup(const RunFingerprint& mine) {
   setupDone = true;
-  const Processes::Failure f = procs.firstFailure(0);
-  if (f.rank >= 0) throw OtherRankFailed{f.code};
+  const std::vector<Processes::SetupReport> all =
+      procs.gatherSetup({0, {mine.model, mine.input, mine.options, mine.kept}});
+  for (const Processes::SetupReport& r : all)
+    if (r.code != 0) throw OtherRankFailed{r.code};
+  static const char* const what[] = {"model content hash", "input fingerprint",
+                                     "fingerprint of the options that change results",
+                                     "fingerprint of the lines --resume kept"};
+  for (std::size_t r = 1; r < all.size(); ++r)
+    for (std::size_t k = 0; k < all[0].fingerprint.size(); ++k)
+      if (all[r].fingerprint[k] != all[0].fingerprint[k])
+        throw RanksDisagree{rankName(int(r), int(all.size())) + ": " + what[k] + " " + hex64(all[r].fingerprint[k]) +
+                            ", expected rank 0's " + hex64(all[0].fingerprint[k]) +
+                            " (every rank must be given the same model, input and options)"};
 }
 
 Peers::Peers(Processes& procs, double timeoutSeconds)
@@ -63,6 +75,10 @@ int runSplit(Processes& procs, const std::function<int(SplitPhase&)>& work, cons
   } catch (const OtherRankFailed& f) {
     procs.finish();
     return f.code;
+  } catch (const RanksDisagree& d) {
+    if (rank == 0) std::cerr << "txlc: error: " << d.message << std::endl;
+    procs.finish();
+    return codes.input;
   } catch (const RankLost& lost) {
     std::cerr << "txlc: error: " << rankName(lost.rank, size) << ": " << lost.reason << std::endl;
     procs.abort(codes.rankFailed);

@@ -9,10 +9,18 @@
 // the rank timeout (RankLost) and ends the run with the "rank failed" code.
 // A single process runs the work as any command: its errors propagate.
 //
+// Every rank must also have been given the same run: endSetup() compares
+// each rank's fingerprint of the model (its content hash), the input, the
+// options that change results and what --resume kept with rank 0's, and
+// when one differs every rank stops with one line from rank 0 naming the
+// first rank and what differs (exit code SplitExitCodes::input), before any
+// rank computes: ranks given different inputs never make a mixed result.
+//
 //   return runSplit(procs, [&](SplitPhase& phase) { ...; phase.endSetup(); ...; return 0; }, describe, exits);
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -26,18 +34,29 @@ namespace txl::driver {
 struct OtherRankFailed {
   int code;
 };
+// The ranks were given different runs (endSetup): rank 0 says `message`, every rank stops.
+struct RanksDisagree {
+  std::string message;
+};
 // A rank that rank 0 gave up on (silent too long).
 struct RankLost {
   int rank;
   std::string reason;
 };
 
+// What a rank was given, as fingerprints (driver/content_hash.h digests): the
+// model, the input, the options that change results, and the lines --resume kept.
+struct RunFingerprint {
+  std::uint64_t model = 0, input = 0, options = 0, kept = 0;
+};
+
 struct SplitPhase {
   Processes& procs;
   bool setupDone = false;
   // Every rank calls it once its setup succeeded (a collective); throws
-  // OtherRankFailed when another rank's setup failed.
-  void endSetup();
+  // OtherRankFailed when another rank's setup failed, RanksDisagree when a
+  // rank's fingerprint is not rank 0's.
+  void endSetup(const RunFingerprint& mine = {});
 };
 
 // Rank 0's view of the other ranks: when each was last heard from, which are
@@ -65,6 +84,7 @@ using DescribeError = std::function<std::pair<int, std::string>()>;
 struct SplitExitCodes {
   int rankFailed = 5;  // a rank was lost
   int internal = 4;    // a rank failed without a code of its own
+  int input = 3;       // the ranks were given different models, inputs or options
 };
 
 // Runs `work` on this rank under the policy above and returns its exit code

@@ -575,7 +575,7 @@ StreamServer::Pool& StreamServer::poolFor(const std::vector<Work*>& group) {
     if (!compiled) {
       Setting s = setting_;
       s.batch = size;
-      compiled = compile(model_, s);
+      compiled = compile(model_, s, compiled_.get());  // one packed copy of the weights for every pool
     }
     auto pool = std::make_unique<Pool>();
     pool->session = std::make_unique<backend::Session>(compiled);
@@ -617,7 +617,7 @@ void StreamServer::toOwnSession(Stream& s) {
   if (s.session) return;
   TXL_CHECK(s.pool != nullptr, "moving a stream that is not resident");
   auto session = std::make_unique<backend::Session>(compiled_);
-  session->loadState(s.pool->session->saveStream(s.lane));
+  session->copyStream(0, *s.pool->session, s.lane);
   vacate(s);
   s.session = std::move(session);
   ++counters_.laneMoves;
@@ -625,7 +625,8 @@ void StreamServer::toOwnSession(Stream& s) {
 
 void StreamServer::toLane(Stream& s, Pool& pool, std::int64_t lane) {
   TXL_CHECK(lane >= 0 && lane < pool.size() && pool.lanes[std::size_t(lane)].empty(), "a lane that is not vacant");
-  pool.session->loadStream(lane, stateOf(s));
+  if (s.session) pool.session->copyStream(lane, *s.session, 0);
+  else pool.session->copyStream(lane, *s.pool->session, s.lane);
   vacate(s);
   s.session.reset();
   s.pool = &pool;

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -260,18 +261,22 @@ void writeAll(int fd, const void* data, std::size_t size, const std::string& pat
 
 int openContinuedFile(const std::string& path) {
   checkOutputPath(path);
-  // A hard link is refused after the open, before anything is truncated.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
-  if (fd < 0) throw Error(path + ": cannot create: " + std::strerror(errno));
+  // A hard link is refused after the open; another process's lock before anything is read or truncated.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+  if (fd < 0) throw Error(oneLine(path) + ": cannot create: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
     ::close(fd);
-    throw Error(path + ": expected a regular file of its own to continue; found another kind or a hard link");
+    throw Error(oneLine(path) + ": expected a regular file of its own to continue; found another kind or a hard link");
   }
-  if (::ftruncate(fd, 0) != 0) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     ::close(fd);
-    throw Error(path + ": cannot truncate: " + std::strerror(err));
+    if (err == EWOULDBLOCK)
+      throw Error(oneLine(path) +
+                  ": expected no other process writing it, found it locked by another run (wait for it, or give "
+                  "another -o)");
+    throw Error(oneLine(path) + ": cannot lock: " + std::strerror(err));
   }
   return fd;
 }

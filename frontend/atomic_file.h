@@ -48,10 +48,13 @@ class AtomicFile {
 bool checkOutputPath(const std::string& path);
 
 // A file written in place across runs (score --documents' FILE.partial, which
-// --resume continues): checked by checkOutputPath, opened with O_NOFOLLOW
-// (a planted symlink is refused, never followed), refused when it is not a
-// regular file of its own (a hard link), then truncated. Returns the
-// descriptor, which the caller closes.
+// --resume continues): checked by checkOutputPath, opened read-write with
+// O_NOFOLLOW (a planted symlink is refused, never followed), refused when it
+// is not a regular file of its own (a hard link), then locked (flock,
+// exclusive, not waiting): a file another process holds is refused, so that
+// two runs never write one output. Nothing is truncated: the caller reads
+// what it holds, then truncates. Returns the descriptor, which the caller
+// closes (closing it releases the lock).
 int openContinuedFile(const std::string& path);
 // Writes all of `data` to `fd` (retrying short writes and EINTR); txl::Error
 // naming `path` when it cannot.

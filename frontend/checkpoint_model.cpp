@@ -150,10 +150,22 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
   }
 
   std::map<std::string, int> widened;
+  // A tie is a note each; a checkpoint with more (a hostile one: a storage
+  // shared by thousands of names) gets one note with their count.
+  constexpr std::size_t kTieNotes = 8;
+  std::size_t ties = 0;
+  const CheckpointTensor* firstTie = nullptr;
+  for (const CheckpointTensor& t : ckpt.tensors)
+    if (!t.tiedTo.empty() && ties++ == 0) firstTie = &t;
+  if (ties > kTieNotes)
+    m.notes.push_back(checkpoint + ": " + std::to_string(ties) +
+                      " tensors share their storage with an earlier one (tied weights), each stored once; the first: " +
+                      quote(firstTie->name) + " with " + quote(firstTie->tiedTo));
   for (const CheckpointTensor& t : ckpt.tensors) {
     if (!t.tiedTo.empty()) {
-      m.notes.push_back(checkpoint + ": \"" + t.name + "\" shares its storage with \"" + t.tiedTo +
-                        "\" (a tied weight): stored once");
+      if (ties <= kTieNotes)
+        m.notes.push_back(checkpoint + ": \"" + t.name + "\" shares its storage with \"" + t.tiedTo +
+                          "\" (a tied weight): stored once");
       continue;
     }
     if (t.storedDType != "F32") ++widened[t.storedDType];
@@ -164,7 +176,10 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
                       " widened to F32 (exactly)");
 
   if (!vocabPkl.empty()) {
-    m.vocabulary = readVocabularyFile(vocabPkl);
+    VocabularyPickle pkl = readVocabularyPickleWithOptions(vocabPkl);
+    m.vocabulary = std::move(pkl.symbols);
+    m.tokenizer = tokenizerConfigBeside(vocabPkl);  // transformers: the constructor's arguments win
+    if (!m.tokenizer) m.tokenizer = std::move(pkl.tokenizer);
     m.vocabularySource = vocabPkl;
     if (!vocabTxt.empty()) {
       const auto txt = readVocabularyFile(vocabTxt);
@@ -173,6 +188,7 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
   } else if (!vocabTxt.empty()) {
     m.vocabulary = readVocabularyFile(vocabTxt);
     m.vocabularySource = vocabTxt;
+    m.tokenizer = tokenizerConfigBeside(vocabTxt);
   }
   if (!m.vocabulary.empty() && std::int64_t(m.vocabulary.size()) != m.spec.n_token)
     throw Error(m.vocabularySource + ": " + std::to_string(m.vocabulary.size()) +
@@ -217,6 +233,10 @@ void writeImportedModel(const CheckpointModel& m, const std::string& dir) {
       for (const auto& s : m.vocabulary) text += s + "\n";
       registered.push_back(registerTemporary((tmp / "vocab.txt").string(), false));
       writeWhole((tmp / "vocab.txt").string(), text);
+      if (m.tokenizer) {
+        registered.push_back(registerTemporary((tmp / "tokenizer_config.json").string(), false));
+        writeWhole((tmp / "tokenizer_config.json").string(), m.tokenizer->toTokenizerConfig().dump(2) + "\n");
+      }
     }
     // An empty destination folder is replaced; anything else was refused above.
     if (fs::exists(out, ec)) fs::remove(out, ec);

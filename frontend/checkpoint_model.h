@@ -11,7 +11,8 @@
 // duplicates are dropped, half-precision tensors widened to f32.
 //
 // writeImportedModel() turns it into a txlc model folder (config.json,
-// model.safetensors, vocab.txt) that later runs map directly.
+// model.safetensors, vocab.txt, and for Hugging Face's tokenizer its
+// tokenizer_config.json) that later runs map directly.
 //
 //   CheckpointModel m = readCheckpointModel("hf_tiny", std::nullopt);
 //   writeImportedModel(m, "hf_tiny.txlc");
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "frontend/checkpoint_source.h"
+#include "frontend/hf_word_tokenizer.h"
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "ir/tensor.h"
@@ -38,6 +40,9 @@ struct CheckpointModel {
   std::vector<std::string> notes;                           // what the reader changed (widening, ties)
   std::vector<std::string> vocabulary;                      // symbols by id; empty when there is none
   std::string vocabularySource;
+  // transformers' tokenizer options, when the vocabulary is Hugging Face's
+  // (vocab.pkl, or vocab.txt with a TransfoXLTokenizer's tokenizer_config.json).
+  std::optional<HfTokenizerOptions> tokenizer;
 };
 
 // True when the file starts like a torch.save file (a zip archive, or the
@@ -56,10 +61,10 @@ CheckpointModel readCheckpointModel(const std::string& src, const std::optional<
 // The tensors as a tensor source, for bindWeights() (shared, not copied).
 CheckpointSource tensorSource(const CheckpointModel& m);
 
-// Writes config.json, model.safetensors and (with a vocabulary) vocab.txt
-// into `dir`, atomically: the files are written to a temporary folder beside
-// it, which is renamed to `dir` once everything is on disk. `dir` must not
-// exist, or be an empty folder.
+// Writes config.json, model.safetensors and (with a vocabulary) vocab.txt,
+// with Hugging Face's tokenizer options tokenizer_config.json, into `dir`, atomically: the files are written to a
+// temporary folder beside it, which is renamed to `dir` once everything is on disk. `dir` must not exist, or be an
+// empty folder.
 void writeImportedModel(const CheckpointModel& m, const std::string& dir);
 
 }  // namespace txl::frontend

@@ -16,7 +16,9 @@
 // a container many times (Counter(d) over and over) cannot grow without end.
 #include "frontend/pickle.h"
 
+#include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <unordered_map>
 
@@ -312,7 +314,15 @@ std::string describe(const Value* v) {
 class Machine {
  public:
   Machine(std::span<const std::byte> bytes, const std::string& context, const Policy& policy, std::size_t base)
-      : bytes_(bytes), context_(context), policy_(policy), base_(base) {}
+      : bytes_(bytes),
+        context_(context),
+        policy_(policy),
+        base_(base),
+        maxCells_(std::min(policy.limits.maxCells,
+                           bytes.size() > (SIZE_MAX - policy.limits.maxCellsSlack) /
+                                              std::max<std::size_t>(policy.limits.cellsPerByte, 1)
+                               ? policy.limits.maxCells
+                               : bytes.size() * policy.limits.cellsPerByte + policy.limits.maxCellsSlack)) {}
 
   Pickle run();
 
@@ -353,13 +363,17 @@ class Machine {
   }
 
   void spend(std::size_t cells) {
-    if (cells > policy_.limits.maxCells || cellsUsed_ > policy_.limits.maxCells - cells)
-      failOp("the pickle builds more than " + std::to_string(policy_.limits.maxCells) +
-             " values and container slots (the limit)");
+    if (cells > maxCells_ || cellsUsed_ > maxCells_ - cells)
+      failOp("the pickle builds more than " + std::to_string(maxCells_) + " values and container slots (the limit" +
+             (maxCells_ < policy_.limits.maxCells ? " for its " + std::to_string(bytes_.size()) + " bytes: " +
+                                                        std::to_string(policy_.limits.cellsPerByte) + " a byte)"
+                                                  : std::string(")")));
     cellsUsed_ += cells;
   }
   Value* make(Kind kind) {
     spend(1);
+    if (++valuesMade_ > policy_.limits.maxValues)
+      failOp("the pickle makes more than " + std::to_string(policy_.limits.maxValues) + " values (the limit)");
     return out_.make(kind);
   }
   void push(Value* v) {
@@ -462,6 +476,7 @@ class Machine {
   const std::string& context_;
   const Policy& policy_;
   std::size_t base_;
+  std::size_t maxCells_;  // Limits::maxCells, or less for a small pickle
   std::size_t at_ = 0, opAt_ = 0;
   std::uint8_t op_ = 0;
   Pickle out_;
@@ -470,6 +485,7 @@ class Machine {
   std::unordered_map<std::uint64_t, Value*> memo_;
   std::unordered_map<const Value*, std::unordered_map<std::string, std::size_t>> dictIndex_;
   std::size_t cellsUsed_ = 0;
+  std::size_t valuesMade_ = 0;
 };
 
 Value* Machine::readInt(std::uint64_t n) {

@@ -20,7 +20,9 @@
 // object reached through BINGET) or even from itself (a list appended to
 // itself), so a consumer must bound its walks (depth, or a visited set).
 // Bounds: nesting (MARK depth), stack size, memo entries and total values are
-// capped (Limits); every length is checked against the bytes left. Each
+// capped (Limits), the work (values made and container slots filled) also in
+// proportion to the pickle's size, so that memory follows the file's size;
+// every length is checked against the bytes left. Each
 // problem is one txl::Error line naming the context, the opcode's byte offset
 // and the opcode:
 //   m.bin: archive/data.pkl: offset 199: global os.system is not allowed (...)
@@ -91,7 +93,10 @@ struct Limits {
   std::size_t maxStack = 1u << 20;  // values on the stack
   std::size_t maxMemo = 1u << 22;   // memo entries
   std::size_t maxCells = 1u << 24;  // values made plus list / tuple / dict / set slots filled, in all
-  std::size_t maxBigIntBytes = 64;  // LONG1 / LONG4 payload
+  std::size_t cellsPerByte = 8;     // ... and at most this many per byte of the pickle (plus maxCellsSlack)
+  std::size_t maxCellsSlack = 1u << 16;
+  std::size_t maxValues = 1u << 22;  // values made (each some 170 bytes of the arena)
+  std::size_t maxBigIntBytes = 64;   // LONG1 / LONG4 payload
 };
 
 struct Policy {

@@ -63,6 +63,13 @@ constexpr std::uint64_t kHardCapBytes = std::uint64_t{64} << 30;  // f32 output 
 constexpr std::size_t kMaxRank = 16;
 constexpr std::size_t kMaxModuleDepth = 64;
 constexpr std::size_t kMaxModuleVisits = 1u << 16;
+// The walk over a whole-model pickle's modules builds names, views and
+// attribute values for every path to a module; the memo lets one small
+// object be reached along very many paths, so what the walk builds is
+// budgeted in units (one value, view or module visit, or 16 bytes of a name
+// or string): kWalkUnitsPerByte per byte of the file, at most kMaxWalkUnits.
+constexpr std::size_t kWalkUnitsPerByte = 8;
+constexpr std::size_t kMaxWalkUnits = std::size_t(1) << 23;
 
 std::string inQuotes(const std::string& s) { return quote(s); }
 
@@ -468,7 +475,18 @@ class Reader {
   std::optional<ZipReader> zip_;
   std::string top_;
   std::size_t moduleVisits_ = 0;
+  std::size_t walkUnits_ = 0;  // spent by walkModule
+  void spendWalk(std::size_t units, const std::string& label);
 };
+
+void Reader::spendWalk(std::size_t units, const std::string& label) {
+  const std::size_t budget = std::min(kMaxWalkUnits, kWalkUnitsPerByte * img_.bytes.size() + (std::size_t(1) << 16));
+  if (units > budget || walkUnits_ > budget - units)
+    fail(pickleName_ + ": " + label + ": the module walk needs more than " + std::to_string(budget) +
+         " units (values, views, names), expected at most " + std::to_string(kWalkUnitsPerByte) +
+         " a byte of the file: the memo makes one object fan out along too many paths");
+  walkUnits_ += units;
+}
 
 pickle::Policy Reader::policy(bool legacy) {
   pickle::Policy p = torchPolicyBase();
@@ -585,7 +603,7 @@ void Reader::collectStateDict(const Value* root) {
 
 // `budget` counts the values visited: the memo can make a small pickle a
 // huge tree (a list of a thousand references to a list of a thousand ...).
-std::optional<json> plainJson(const Value* v, int depth, std::size_t& budget) {
+std::optional<json> plainJson(const Value* v, int depth, std::size_t& budget, std::size_t& bytes) {
   if (budget == 0) return std::nullopt;
   --budget;
   switch (v->kind) {
@@ -599,6 +617,7 @@ std::optional<json> plainJson(const Value* v, int depth, std::size_t& budget) {
     case Kind::Float:
       return json(v->f);
     case Kind::String: {
+      bytes += v->s.size();
       // Only valid UTF-8 becomes a JSON string.
       json j = v->s;
       try {
@@ -613,7 +632,7 @@ std::optional<json> plainJson(const Value* v, int depth, std::size_t& budget) {
       if (depth >= 8) return std::nullopt;
       json a = json::array();
       for (const Value* item : v->items) {
-        auto j = plainJson(item, depth + 1, budget);
+        auto j = plainJson(item, depth + 1, budget, bytes);
         if (!j) return std::nullopt;
         a.push_back(std::move(*j));
       }
@@ -638,12 +657,16 @@ void Reader::walkModule(const Value* module, const std::string& path, std::size_
   if (!state || state->kind != Kind::Dict)
     fail(pickleName_ + ": " + label + " (" + oneLine(module->cls) + "): expected its __dict__ (BUILD state), got " +
          pickle::describe(state));
+  spendWalk(1 + (2 * path.size() + module->cls.size()) / 16, label);
   out_.moduleClasses[path] = module->cls;
   json attributes = json::object();
   for (const auto& [k, v] : state->entries) {
     if (k->kind != Kind::String || k->s.empty() || k->s[0] == '_') continue;
-    std::size_t budget = 4096;  // values per attribute
-    if (auto j = plainJson(v, 0, budget)) attributes[k->s] = std::move(*j);
+    constexpr std::size_t kValues = 4096;  // values per attribute
+    std::size_t budget = kValues, bytes = 0;
+    auto j = plainJson(v, 0, budget, bytes);
+    spendWalk(1 + (kValues - budget) + (bytes + k->s.size()) / 16, label);
+    if (j) attributes[k->s] = std::move(*j);
   }
   out_.moduleAttributes[path] = std::move(attributes);
   const std::string prefix = path.empty() ? "" : path + ".";
@@ -660,6 +683,7 @@ void Reader::walkModule(const Value* module, const std::string& path, std::size_
       if (k->kind != Kind::String) fail(pickleName_ + ": " + label + ": " + member + " key " + pickle::describe(k));
       if (v->kind == Kind::None) continue;
       if (std::string(member) == "_buffers" && nonPersistent.contains(k->s)) continue;
+      spendWalk(4 + (prefix.size() + k->s.size()) / 16, label);
       views_.push_back(viewOf(v, prefix + k->s));
     }
   }
@@ -975,7 +999,40 @@ bool validUtf8(const std::string& s) {
   }
 }
 
-std::vector<std::string> vocabularyFrom(const Image& img) {
+// The tokenizer's options among a vocabulary pickle's members.
+HfTokenizerOptions tokenizerOptionsFrom(const Value* root, const std::string& name) {
+  HfTokenizerOptions o;
+  if (const Value* v = root->get("lower_case"); v && v->kind != Kind::None) {
+    if (v->kind != Kind::Bool) throw Error(name + ": lower_case: expected a bool, got " + pickle::describe(v));
+    o.lowerCase = v->b;
+  }
+  if (const Value* v = root->get("delimiter"); v && v->kind != Kind::None) {
+    if (v->kind != Kind::String)
+      throw Error(name + ": delimiter: expected a string or None, got " + pickle::describe(v));
+    o.delimiter = v->s;
+  }
+  if (const Value* v = root->get("language"); v && v->kind != Kind::None) {
+    if (v->kind != Kind::String) throw Error(name + ": language: expected a string, got " + pickle::describe(v));
+    o.language = v->s;
+  }
+  for (const char* key : {"special", "never_split"}) {
+    const Value* v = root->get(key);
+    if (!v || v->kind == Kind::None || v->kind == Kind::Opaque) continue;
+    if (v->kind != Kind::List && v->kind != Kind::Tuple)
+      throw Error(name + ": " + key + ": expected a list of strings, got " + pickle::describe(v));
+    for (std::size_t k = 0; k < v->items.size(); ++k) {
+      const Value* s = v->items[k];
+      if (s->kind != Kind::String || s->s.empty())
+        throw Error(name + ": " + key + "[" + std::to_string(k) + "]: expected a non-empty string, got " +
+                    pickle::describe(s));
+      if (std::find(o.specialTokens.begin(), o.specialTokens.end(), s->s) == o.specialTokens.end())
+        o.specialTokens.push_back(s->s);
+    }
+  }
+  return o;
+}
+
+VocabularyPickle vocabularyFrom(const Image& img) {
   const auto& b = img.bytes;
   pickle::Pickle object;
   std::string where = img.name;
@@ -1031,7 +1088,10 @@ std::vector<std::string> vocabularyFrom(const Image& img) {
       throw Error(img.name + ": sym2idx has " + std::to_string(sym2idx->entries.size()) + " symbols, idx2sym " +
                   std::to_string(symbols.size()));
   }
-  return symbols;
+  VocabularyPickle out;
+  out.symbols = std::move(symbols);
+  out.tokenizer = tokenizerOptionsFrom(root, img.name);
+  return out;
 }
 
 // ---------------------------------------------------------------- the authors' spec
@@ -1080,9 +1140,15 @@ TorchCheckpoint readTorchCheckpoint(std::span<const std::byte> bytes, const std:
   return r.read();
 }
 
-std::vector<std::string> readVocabularyPickle(const std::string& path) { return vocabularyFrom(mapFile(path)); }
+std::vector<std::string> readVocabularyPickle(const std::string& path) { return vocabularyFrom(mapFile(path)).symbols; }
 
 std::vector<std::string> readVocabularyPickle(std::span<const std::byte> bytes, const std::string& name) {
+  return readVocabularyPickleWithOptions(bytes, name).symbols;
+}
+
+VocabularyPickle readVocabularyPickleWithOptions(const std::string& path) { return vocabularyFrom(mapFile(path)); }
+
+VocabularyPickle readVocabularyPickleWithOptions(std::span<const std::byte> bytes, const std::string& name) {
   Image img;
   img.name = name;
   img.bytes = bytes;

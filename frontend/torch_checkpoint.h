@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/hf_word_tokenizer.h"
 #include "ir/tensor.h"
 
 namespace txl::frontend {
@@ -67,6 +68,17 @@ TorchCheckpoint readTorchCheckpoint(std::span<const std::byte> bytes, const std:
 // (legacy torch format, no storages). Returns idx2sym (the symbols in id order).
 std::vector<std::string> readVocabularyPickle(const std::string& path);
 std::vector<std::string> readVocabularyPickle(std::span<const std::byte> bytes, const std::string& name);
+
+// The same pickle's symbols and the tokenizer options it records:
+// lower_case (a bool; None or absent: false), delimiter (a string or None),
+// language (absent: "en"), and the `special` and `never_split` lists, added to
+// transformers' default special tokens.
+struct VocabularyPickle {
+  std::vector<std::string> symbols;
+  HfTokenizerOptions tokenizer;
+};
+VocabularyPickle readVocabularyPickleWithOptions(const std::string& path);
+VocabularyPickle readVocabularyPickleWithOptions(std::span<const std::byte> bytes, const std::string& name);
 
 // The reference-style spec (frontend/model_spec.h's reference dialect: n_token,
 // n_layer, n_head, d_model, d_head, d_inner, d_embed, div_val, cutoffs,

@@ -66,10 +66,34 @@ std::size_t decodeUtf8(std::string_view s, std::size_t pos, std::uint32_t& cp) {
 Vocabulary Vocabulary::load(const std::string& path) {
   // Hugging Face's vocab.pkl: a pickle (or torch.save) of the tokenizer's
   // fields, interpreted without running it; its symbols are a word list.
-  if (std::filesystem::path(path).extension() == ".pkl")
-    return fromSymbols(VocabKind::Word, readVocabularyPickle(path), path);
+  if (std::filesystem::path(path).extension() == ".pkl") {
+    VocabularyPickle pkl = readVocabularyPickleWithOptions(path);
+    Vocabulary v = fromSymbols(VocabKind::Word, std::move(pkl.symbols), path);
+    v.tokenizer_ = WordTokenizer::Hf;
+    // transformers gives the constructor's arguments (tokenizer_config.json)
+    // precedence over the pickle's members.
+    std::optional<HfTokenizerOptions> config = tokenizerConfigBeside(path);
+    v.hfOptions_ = config ? std::move(*config) : std::move(pkl.tokenizer);
+    return v;
+  }
   std::string text = readFile(path);
-  return parsingFile(path, "a vocabulary", [&] { return parseText(text, path); });
+  Vocabulary v = parsingFile(path, "a vocabulary", [&] { return parseText(text, path); });
+  // A word list in a Hugging Face folder keeps transformers' tokenizer: with
+  // a TransfoXLTokenizer's tokenizer_config.json beside it (as `txlc import`
+  // writes it), or beside Hugging Face's vocab.pkl (transformers reads both,
+  // the symbols from vocab.txt), with the pickle's options.
+  if (v.kind_ == VocabKind::Word) {
+    std::optional<HfTokenizerOptions> o = tokenizerConfigBeside(path);
+    const std::filesystem::path pkl = std::filesystem::path(path).parent_path() / "vocab.pkl";
+    std::error_code ec;
+    if (!o && std::filesystem::path(path).filename() == "vocab.txt" && std::filesystem::is_regular_file(pkl, ec))
+      o = readVocabularyPickleWithOptions(pkl.string()).tokenizer;
+    if (o) {
+      v.tokenizer_ = WordTokenizer::Hf;
+      v.hfOptions_ = std::move(*o);
+    }
+  }
+  return v;
 }
 
 Vocabulary Vocabulary::parseText(const std::string& text, const std::string& path) {
@@ -115,7 +139,14 @@ Vocabulary Vocabulary::fromJson(const nlohmann::json& j, const std::string& sour
       throw Error(source + ": /symbols/" + std::to_string(i) + ": expected a string, got " + s.dump());
     symbols.push_back(s.get<std::string>());
   }
-  return fromSymbols(kind, std::move(symbols), source);
+  Vocabulary v = fromSymbols(kind, std::move(symbols), source);
+  if (auto t = j.find("tokenizer"); t != j.end()) {
+    if (!t->is_string()) throw Error(source + ": /tokenizer: expected \"whitespace\" or \"hf\", got " + t->dump());
+    v.setTokenizer(parseWordTokenizer(t->get<std::string>(), source + ": /tokenizer"), source + ": /tokenizer");
+  }
+  if (auto o = j.find("hf_tokenizer"); o != j.end())
+    v.hfOptions_ = HfTokenizerOptions::fromJson(*o, source + ": /hf_tokenizer");
+  return v;
 }
 
 Vocabulary Vocabulary::fromSymbols(VocabKind kind, std::vector<std::string> symbols, const std::string& source) {
@@ -160,7 +191,58 @@ const std::string& Vocabulary::symbol(std::int64_t id) const {
 }
 
 nlohmann::json Vocabulary::toJson() const {
-  return {{"type", kind_ == VocabKind::Char ? "char" : "word"}, {"symbols", symbols_}};
+  nlohmann::json j = {{"type", kind_ == VocabKind::Char ? "char" : "word"}, {"symbols", symbols_}};
+  if (kind_ == VocabKind::Word && tokenizer_ == WordTokenizer::Hf) {
+    j["tokenizer"] = wordTokenizerName(tokenizer_);
+    j["hf_tokenizer"] = hfOptions_.toJson();
+  }
+  return j;
+}
+
+const char* wordTokenizerName(WordTokenizer t) { return t == WordTokenizer::Hf ? "hf" : "whitespace"; }
+
+WordTokenizer parseWordTokenizer(const std::string& name, const std::string& where) {
+  if (name == "whitespace") return WordTokenizer::Whitespace;
+  if (name == "hf") return WordTokenizer::Hf;
+  throw Error(where + ": expected whitespace or hf, got \"" + name + "\"");
+}
+
+void Vocabulary::setTokenizer(WordTokenizer t, const std::string& what) {
+  if (kind_ != VocabKind::Word)
+    throw Error(what + ": " + wordTokenizerName(t) + " splits words; " + source_ +
+                " is a character vocabulary (expected a word vocabulary)");
+  tokenizer_ = t;
+}
+
+std::vector<Vocabulary::LineWord> Vocabulary::lineWords(std::string_view l, const std::string& source,
+                                                        std::size_t line) const {
+  std::vector<LineWord> words;
+  if (tokenizer_ == WordTokenizer::Hf) {
+    // The pipeline works on characters: name the first invalid byte.
+    std::size_t column = 1;
+    for (std::size_t pos = 0; pos < l.size(); ++column) {
+      std::uint32_t cp = 0;
+      const std::size_t len = decodeUtf8(l, pos, cp);
+      if (len == 0) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "0x%02X", unsigned(static_cast<unsigned char>(l[pos])));
+        throw Error(source + ": line " + std::to_string(line) + " column " + std::to_string(column) +
+                    ": expected UTF-8 text, got the invalid byte " + buf);
+      }
+      pos += len;
+    }
+    for (std::string& w : hfTokenizeLine(l, hfOptions_)) words.push_back({std::move(w), 0});
+    return words;
+  }
+  for (std::size_t b = 0; b < l.size();) {
+    while (b < l.size() && isSpace(l[b])) ++b;
+    std::size_t e = b;
+    while (e < l.size() && !isSpace(l[e])) ++e;
+    if (e == b) break;
+    words.push_back({std::string(l.substr(b, e - b)), b + 1});
+    b = e;
+  }
+  return words;
 }
 
 std::vector<std::int64_t> Vocabulary::encode(std::string_view text, const std::string& source,
@@ -198,22 +280,17 @@ std::vector<std::int64_t> Vocabulary::encode(std::string_view text, const std::s
     const bool terminated = end != std::string_view::npos;
     if (!terminated) end = text.size();
     std::string_view l = text.substr(lineStart, end - lineStart);
-    for (std::size_t b = 0; b < l.size();) {
-      while (b < l.size() && isSpace(l[b])) ++b;
-      std::size_t e = b;
-      while (e < l.size() && !isSpace(l[e])) ++e;
-      if (e == b) break;
-      std::string word(l.substr(b, e - b));
-      auto it = index_.find(word);
+    for (const LineWord& word : lineWords(l, source, line)) {
+      auto it = index_.find(word.text);
       if (it != index_.end()) {
         ids.push_back(it->second);
       } else if (unk_ >= 0) {
         ids.push_back(unk_);
       } else {
-        throw Error(source + ": line " + std::to_string(line) + " column " + std::to_string(b + 1) + ": word \"" +
-                    word + "\" is not in the vocabulary (" + source_ + " has no <unk>)");
+        const std::string column = word.column ? " column " + std::to_string(word.column) : "";
+        throw Error(source + ": line " + std::to_string(line) + column + ": word \"" + word.text +
+                    "\" is not in the vocabulary (" + source_ + " has no <unk>)");
       }
-      b = e;
     }
     if (terminated || options.eosAtEnd) ids.push_back(eos_);
     lineStart = end + 1;
@@ -225,13 +302,13 @@ std::vector<std::int64_t> Vocabulary::encode(std::string_view text, const std::s
 std::int64_t Vocabulary::countUnknown(std::string_view text) const {
   if (kind_ != VocabKind::Word) return 0;
   std::int64_t n = 0;
-  for (std::size_t b = 0; b < text.size();) {
-    while (b < text.size() && (isSpace(text[b]) || text[b] == '\n')) ++b;
-    std::size_t e = b;
-    while (e < text.size() && !isSpace(text[e]) && text[e] != '\n') ++e;
-    if (e == b) break;
-    if (!index_.contains(std::string(text.substr(b, e - b)))) ++n;
-    b = e;
+  std::size_t line = 1;
+  for (std::size_t start = 0; start < text.size(); ++line) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    for (const LineWord& word : lineWords(text.substr(start, end - start), source_, line))
+      if (!index_.contains(word.text)) ++n;
+    start = end + 1;
   }
   return n;
 }

@@ -42,6 +42,118 @@ py::object toPython(const nlohmann::json& j) {
   return py::none();
 }
 
+std::string typeName(const py::handle& v) {
+  PyTypeObject* t = Py_TYPE(v.ptr());
+  const char* name = t->tp_name;  // "numpy.ndarray", "int"; a heap type's is its bare name
+  if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0) {
+    py::handle type(reinterpret_cast<PyObject*>(t));
+    if (py::hasattr(type, "__module__") && py::hasattr(type, "__qualname__")) {
+      py::object module = type.attr("__module__"), qualname = type.attr("__qualname__");
+      if (py::isinstance<py::str>(module) && py::isinstance<py::str>(qualname)) {
+        const std::string m = utf8Text(module, "type"), q = utf8Text(qualname, "type");
+        return m == "builtins" ? q : m + "." + q;
+      }
+    }
+  }
+  return name;
+}
+
+std::string utf8Text(const py::handle& v, const std::string& what) {
+  if (!PyUnicode_Check(v.ptr())) throw py::type_error(what + ": expected a str, got " + typeName(v));
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(v.ptr(), &size);
+  if (data) return std::string(data, std::size_t(size));
+  PyErr_Clear();
+  // Find the first code point UTF-8 cannot encode (a lone surrogate).
+  Py_ssize_t at = 0;
+  const Py_ssize_t n = PyUnicode_GetLength(v.ptr());
+  while (at < n) {
+    const Py_UCS4 c = PyUnicode_ReadChar(v.ptr(), at);
+    if (c >= 0xD800 && c <= 0xDFFF) break;
+    ++at;
+  }
+  throw py::value_error(what + ": not valid UTF-8 text (a lone surrogate at character " + std::to_string(at) + ")");
+}
+
+namespace {
+
+bool isNumpyBool(const py::handle& v) {
+  const std::string name = Py_TYPE(v.ptr())->tp_name;
+  return name == "numpy.bool_" || name == "numpy.bool";
+}
+
+bool isInstanceOf(const py::handle& v, const char* module, const char* type) {
+  const int r = PyObject_IsInstance(v.ptr(), py::module_::import(module).attr(type).ptr());
+  if (r < 0) throw py::error_already_set();
+  return r == 1;
+}
+
+}  // namespace
+
+bool boolArg(const py::handle& v, const std::string& what) {
+  if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
+  if (isNumpyBool(v)) return PyObject_IsTrue(v.ptr()) == 1;
+  throw py::type_error(what + ": expected a bool, got " + typeName(v));
+}
+
+double numberArg(const py::handle& v, const std::string& what) {
+  if (PyBool_Check(v.ptr()) || isNumpyBool(v) || !isInstanceOf(v, "numbers", "Real"))
+    throw py::type_error(what + ": expected a number (int or float), got " + typeName(v));
+  const double d = PyFloat_AsDouble(v.ptr());
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw py::value_error(what + ": a number too large for a float");
+  }
+  return d;
+}
+
+std::int64_t integerArg(const py::handle& v, const std::string& what) {
+  if (PyBool_Check(v.ptr()) || isNumpyBool(v) || !isInstanceOf(v, "numbers", "Integral"))
+    throw py::type_error(what + ": expected an int, got " + typeName(v));
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) throw py::value_error(what + ": an integer outside the int64 range");
+  if (n == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return n;
+}
+
+std::string pathArg(const py::handle& v, const std::string& what) {
+  if (!PyUnicode_Check(v.ptr()) && !PyBytes_Check(v.ptr()) && !py::hasattr(v, "__fspath__"))
+    throw py::type_error(what + ": expected a str or an os.PathLike, got " + typeName(v));
+  // os.fsencode: the bytes the system calls get (a str through the file system encoding with
+  // surrogateescape, so a name os.listdir gave comes back as it was).
+  py::object encoded =
+      py::reinterpret_steal<py::object>(PyObject_CallOneArg(py::module_::import("os").attr("fsencode").ptr(), v.ptr()));
+  if (!encoded) {
+    if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
+      PyErr_Clear();
+      throw py::value_error(what + ": a path that is not valid text in the file system's encoding (a lone surrogate)");
+    }
+    throw py::error_already_set();
+  }
+  if (!PyBytes_Check(encoded.ptr()))
+    throw py::type_error(what + ": expected a str or an os.PathLike, got " + typeName(v));
+  const std::string path(PyBytes_AS_STRING(encoded.ptr()), std::size_t(PyBytes_GET_SIZE(encoded.ptr())));
+  if (const auto nul = path.find('\0'); nul != std::string::npos)
+    throw Error(what + ": " + quote(path.substr(0, nul)) + "...: the path holds a NUL byte at byte " +
+                std::to_string(nul) + "; no file name can (the system would cut the path there)");
+  constexpr std::size_t kPathMax = 4096, kNameMax = 255;  // Linux's PATH_MAX (with its NUL) and NAME_MAX
+  if (path.size() >= kPathMax)
+    throw Error(what + ": " + quote(path) + ": a path of " + std::to_string(path.size()) + " bytes; at most " +
+                std::to_string(kPathMax - 1) + " (ENAMETOOLONG)");
+  for (std::size_t begin = 0; begin <= path.size();) {
+    std::size_t end = path.find('/', begin);
+    if (end == std::string::npos) end = path.size();
+    if (end - begin > kNameMax)
+      throw Error(what + ": " + quote(path) + ": a name of " + std::to_string(end - begin) +
+                  " bytes in the path; at most " + std::to_string(kNameMax) + " (ENAMETOOLONG)");
+    begin = end + 1;
+  }
+  return path;
+}
+
 namespace {
 
 std::string keyList() {
@@ -49,8 +161,6 @@ std::string keyList() {
   for (const char* k : kSettingKeys) out += (out.empty() ? "" : ", ") + std::string(k);
   return out;
 }
-
-std::string typeName(const py::handle& v) { return py::str(py::type::handle_of(v).attr("__name__")); }
 
 // The command line's flag for a keyword: mem_len -> --mem-len.
 std::string flag(const std::string& key) {
@@ -61,25 +171,37 @@ std::string flag(const std::string& key) {
 
 // An int (not a bool); anything else is refused as the command line's validator words it
 // ("--batch: expected a positive integer, got 'two'"). The range is checked by driver::checkSetting.
+// str(v) for a message, valid UTF-8 whatever v is (ascii(v) when its str holds a lone surrogate).
+std::string shown(const py::handle& v) {
+  py::str s(v);
+  Py_ssize_t size = 0;
+  if (const char* data = PyUnicode_AsUTF8AndSize(s.ptr(), &size))
+    return clip(std::string_view(data, std::size_t(size)));
+  PyErr_Clear();
+  py::object a = py::reinterpret_steal<py::object>(PyObject_ASCII(v.ptr()));
+  if (!a) throw py::error_already_set();
+  return clip(utf8Text(a, "value"));
+}
+
 std::int64_t integer(const py::handle& v, const std::string& key, const char* what) {
   if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
-    throw SettingFailure(flag(key) + ": expected " + what + ", got '" + std::string(py::str(v)) + "'");
+    throw SettingFailure(flag(key) + ": expected " + what + ", got '" + shown(v) + "'");
   try {
     return v.cast<std::int64_t>();
   } catch (const py::cast_error&) {
-    throw SettingFailure(flag(key) + ": expected " + what + ", got '" + std::string(py::str(v)) + "'");
+    throw SettingFailure(flag(key) + ": expected " + what + ", got '" + shown(v) + "'");
   }
 }
 
 std::string text(const py::handle& v, const std::string& key) {
   if (!py::isinstance<py::str>(v))
-    throw SettingFailure(flag(key) + ": expected a str, got " + typeName(v) + " '" + std::string(py::str(v)) + "'");
-  return v.cast<std::string>();
+    throw SettingFailure(flag(key) + ": expected a str, got " + typeName(v) + " '" + shown(v) + "'");
+  return utf8Text(v, flag(key));
 }
 
 // A str, or a list or tuple of str.
 std::vector<std::string> names(const py::handle& v, const std::string& key) {
-  if (py::isinstance<py::str>(v)) return {v.cast<std::string>()};
+  if (py::isinstance<py::str>(v)) return {utf8Text(v, flag(key))};
   if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
     throw SettingFailure(flag(key) + ": expected a str or a list of str, got " + typeName(v));
   std::vector<std::string> out;
@@ -91,7 +213,7 @@ std::vector<std::string> names(const py::handle& v, const std::string& key) {
 
 void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const char* function) {
   for (const auto& [keyObject, v] : kwargs) {
-    const std::string key = keyObject.cast<std::string>();
+    const std::string key = utf8Text(keyObject, std::string(function) + "(): a keyword");
     if (v.is_none()) continue;  // None: the model's own value
     if (key == "batch") c.batch = integer(v, key, "a positive integer");
     else if (key == "qlen") c.qlen = integer(v, key, "a positive integer");
@@ -99,8 +221,7 @@ void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const cha
     else if (key == "clamp_len") c.clampLen = integer(v, key, "an integer");
     else if (key == "same_length") {
       if (!py::isinstance<py::bool_>(v))
-        throw SettingFailure(flag(key) + ": expected a bool, got " + typeName(v) + " '" + std::string(py::str(v)) +
-                             "'");
+        throw SettingFailure(flag(key) + ": expected a bool, got " + typeName(v) + " '" + shown(v) + "'");
       c.sameLength = v.cast<bool>();
     } else if (key == "initial_memory") c.initialMemory = text(v, key);
     else if (key == "threads") {
@@ -118,7 +239,8 @@ void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const cha
     } else if (key == "memory") c.memory = text(v, key);
     else if (key == "precision") c.precision = text(v, key);
     else
-      throw SettingFailure(std::string(function) + "(): unknown setting '" + key + "'; expected one of: " + keyList());
+      throw SettingFailure(std::string(function) + "(): unknown setting '" + clip(key) +
+                           "'; expected one of: " + keyList());
   }
 }
 
@@ -153,6 +275,17 @@ bool isNativeInt64Array(const py::handle& object) {
 
 }  // namespace
 
+namespace {
+
+// Refuses an array of more ids than kMaxIdsElements (before it is converted or copied).
+void checkIdsSize(py::ssize_t size, const char* what) {
+  if (size > kMaxIdsElements)
+    throw Error(std::string(what) + ": an integer array of " + std::to_string(size) + " elements; at most " +
+                std::to_string(kMaxIdsElements) + " (2^26) token ids are taken in one call");
+}
+
+}  // namespace
+
 TokenArray tokenArray(const py::handle& object, const char* what) {
   TokenArray out;
   // The common case, an aligned native int64 C-contiguous array of one or two
@@ -164,6 +297,7 @@ TokenArray tokenArray(const py::handle& object, const char* what) {
   if (isNativeInt64Array(object)) {
     auto direct = py::reinterpret_borrow<Int64Array>(object);
     if (direct.ndim() == 1 || direct.ndim() == 2) {
+      checkIdsSize(direct.size(), what);
       out.oneDimensional = direct.ndim() == 1;
       const std::int64_t qlen = direct.shape(0), batch = out.oneDimensional ? 1 : direct.shape(1);
       out.tensor = ir::Tensor({ir::DType::I64, {qlen, batch}}, const_cast<std::int64_t*>(direct.data()), nullptr);
@@ -178,15 +312,16 @@ TokenArray tokenArray(const py::handle& object, const char* what) {
   }
   const char kind = raw.dtype().kind();
   if (raw.size() > 0 && kind != 'i' && kind != 'u')
-    throw Error(std::string(what) + ": expected an integer array [qlen, batch], got dtype " +
-                std::string(py::str(raw.dtype())));
+    throw Error(std::string(what) + ": expected an integer array [qlen, batch], got dtype " + shown(raw.dtype()));
   if (raw.ndim() != 1 && raw.ndim() != 2)
     throw Error(std::string(what) + ": expected an integer array [qlen, batch] or [qlen], got " +
                 std::to_string(raw.ndim()) + " dimensions");
+  // A broadcast view holds 2^40 elements in a few bytes: its size is checked before the int64 copy.
+  checkIdsSize(raw.size(), what);
   out.oneDimensional = raw.ndim() == 1;
   // An int64 C-contiguous array is used as it is; anything else is converted once.
   auto converted = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(raw);
-  if (!converted) throw py::error_already_set();
+  if (!converted) throw Error(std::string(what) + ": cannot be converted to an int64 array");
   const std::int64_t qlen = converted.shape(0), batch = out.oneDimensional ? 1 : converted.shape(1);
   out.tensor = ir::Tensor({ir::DType::I64, {qlen, batch}}, const_cast<std::int64_t*>(converted.data()), nullptr);
   out.array = std::move(converted);

@@ -35,6 +35,29 @@ void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const cha
 // The resolved setting as a dict of the same keys.
 py::dict settingToDict(const driver::Setting& s);
 
+// Arguments the module reads itself (not through pybind11's casters), so that
+// a wrong type is a TypeError naming the argument, the expected and the
+// found type, never pybind11's bare "Unable to cast" RuntimeError.
+// The type's name of `v` ("int", "numpy.ndarray").
+std::string typeName(const py::handle& v);
+// A str as UTF-8: TypeError for another type; ValueError for a str that is
+// not valid UTF-8 (a lone surrogate), naming its position.
+std::string utf8Text(const py::handle& v, const std::string& what);
+// A bool (numpy.bool_ too): TypeError for anything else (an int is not taken as a truth value).
+bool boolArg(const py::handle& v, const std::string& what);
+// A real number (an int, a float, a NumPy scalar; not a bool): TypeError otherwise.
+double numberArg(const py::handle& v, const std::string& what);
+// An integer (int or a NumPy integer; not a bool): TypeError otherwise; ValueError beyond int64.
+std::int64_t integerArg(const py::handle& v, const std::string& what);
+// A file path: a str or an os.PathLike (bytes too). A NUL byte (which the
+// system call would cut the path at), a name longer than NAME_MAX or a path
+// of PATH_MAX bytes or more (ENAMETOOLONG) is a txl::Error naming it.
+std::string pathArg(const py::handle& v, const std::string& what);
+
+// The most token ids one array may hold (token ids, targets, ids to score or decode):
+// checked from the array's shape before any conversion or copy (an int64 copy is 512 MiB).
+inline constexpr std::int64_t kMaxIdsElements = std::int64_t{1} << 26;
+
 // A token-id array [qlen, batch] (or [qlen]: batch 1) as an i64 tensor, and
 // the array that holds its data (kept alive by the caller while the tensor
 // is used). `what` names the argument in errors ("tokens").

@@ -11,6 +11,12 @@ namespace {
 // The exception objects live as long as the module (pybind11's idiom: a
 // static holder that is never destroyed, since the interpreter owns them).
 py::handle error, inputError, settingError, internalError;
+
+// pybind11 casts an instance whose C++ object was never made (Session.__new__ through its base,
+// None for self) to a null reference or holder: a TypeError, never a call on garbage.
+constexpr const char* kUnconstructed =
+    "a txlc object that was never constructed (made with __new__, or None): get a Model from txlc.load(), a "
+    "Session from Model.session(), a Generation from Model.generate()";
 }  // namespace
 
 void bindErrors(py::module_& m) {
@@ -38,6 +44,10 @@ void bindErrors(py::module_& m) {
       if (p) std::rethrow_exception(p);
     } catch (const py::error_already_set&) {
       throw;  // a Python exception raised under C++ (a callback, KeyboardInterrupt): pybind11 restores it
+    } catch (const py::cast_error&) {
+      setPythonError();  // a TypeError naming the problem, not pybind11's RuntimeError
+    } catch (const py::reference_cast_error&) {
+      setPythonError();
     } catch (const py::builtin_exception&) {
       throw;  // pybind11's own (stop_iteration, cast_error, type_error, ...)
     } catch (...) {
@@ -51,6 +61,14 @@ void setPythonError() {
     throw;
   } catch (py::error_already_set& e) {
     e.restore();
+  } catch (const py::reference_cast_error&) {
+    PyErr_SetString(PyExc_TypeError, kUnconstructed);
+  } catch (const py::cast_error& e) {
+    // pybind11's holder cast of an instance nobody constructed, or a cast the module did not check first.
+    const std::string what = e.what();
+    if (what.rfind("Unable to cast from non-held to held instance", 0) == 0)
+      PyErr_SetString(PyExc_TypeError, kUnconstructed);
+    else PyErr_SetString(PyExc_TypeError, ("an argument of the wrong type: " + oneLine(what)).c_str());
   } catch (const py::builtin_exception& e) {
     e.set_error();
   } catch (const SettingFailure& e) {

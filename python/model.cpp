@@ -22,6 +22,7 @@
 #include "passes/pipeline.h"
 #include "python/convert.h"
 #include "python/errors.h"
+#include "python/made_by_txlc.h"
 
 namespace txl::python {
 
@@ -29,12 +30,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string fspath(const py::handle& path, const char* what) {
-  if (!py::isinstance<py::str>(path) && !py::hasattr(path, "__fspath__"))
-    throw py::type_error(std::string(what) + ": expected a str or an os.PathLike, got " +
-                         std::string(py::str(py::type::handle_of(path).attr("__name__"))));
-  return py::module_::import("os").attr("fspath")(path).cast<std::string>();
-}
+std::string fspath(const py::handle& path, const char* what) { return pathArg(path, what); }
 
 std::string settingKey(const driver::Setting& s) {
   std::string key = std::to_string(s.batch) + "|" + std::to_string(s.qlen) + "|" + std::to_string(s.memLen) + "|" +
@@ -57,9 +53,11 @@ driver::OpenOptions openOptions(const py::object& weights, const py::object& voc
 }
 
 std::shared_ptr<PyModel> load(const py::object& path, const py::object& weights, const py::object& vocab,
-                              bool randomWeights, std::uint64_t seed, const py::kwargs& kwargs) {
+                              bool randomWeights, std::uint64_t seed, const py::object& tokenizer,
+                              const py::kwargs& kwargs) {
   const std::string p = fspath(path, "path");
-  const driver::OpenOptions o = openOptions(weights, vocab, randomWeights, seed);
+  driver::OpenOptions o = openOptions(weights, vocab, randomWeights, seed);
+  if (!tokenizer.is_none()) o.tokenizer = tokenizer.cast<std::string>();  // checked by openModel
   auto pm = std::make_shared<PyModel>();
   pm->choice.threads = driver::defaultThreads();  // the command line's default
   applyKeywords(pm->choice, kwargs, "load");
@@ -72,9 +70,10 @@ std::shared_ptr<PyModel> load(const py::object& path, const py::object& weights,
   return pm;
 }
 
-py::dict compileModel(const std::shared_ptr<PyModel>& pm, const py::object& output, const std::string& emit,
+py::dict compileModel(const std::shared_ptr<PyModel>& pm, const py::object& output, const py::object& emitObject,
                       const py::object& txlc, const py::kwargs& kwargs, Clock::time_point start) {
   const std::string out = fspath(output, "output");
+  const std::string emit = utf8Text(emitObject, "emit");
   // Recompiling an artifact keeps its passes unless passes= says otherwise.
   const driver::Setting s = pm->resolve(kwargs, "compile", /*run=*/false);
   asSetting([&] { driver::checkMemoryFits(pm->model.spec, s, pm->model.path); });
@@ -111,9 +110,9 @@ driver::ScoreInput scoreInput(const PyModel& pm, const py::object& source, bool 
     return in;
   }
   bool path = !py::isinstance<py::str>(source);  // an os.PathLike is a file
-  std::string s = fspath(source, "text_or_path");
+  std::string s = path ? fspath(source, "text_or_path") : utf8Text(source, "text_or_path");
   if (!isText.is_none()) {
-    path = !isText.cast<bool>();
+    path = !boolArg(isText, "text");
   } else if (!path) {
     // A str is a file when it names one, or looks like a path (one line,
     // no spaces, a '/' or a file suffix); anything else is the text itself.
@@ -122,6 +121,7 @@ driver::ScoreInput scoreInput(const PyModel& pm, const py::object& source, bool 
     path = std::filesystem::exists(s, ec) ||
            (oneWord && (s.find('/') != std::string::npos || std::filesystem::path(s).has_extension()));
   }
+  if (path) s = fspath(source, "text_or_path");  // a str taken as a file: a NUL byte or ENAMETOOLONG named
   py::gil_scoped_release release;
   if (path) return driver::scoreInputFromFile(m, s, ids);
   if (!ids) return driver::scoreInputFromText(m, s, "<text>");
@@ -169,9 +169,11 @@ py::dict score(const std::shared_ptr<PyModel>& pm, const py::object& source, boo
   return d;
 }
 
-py::object inspect(const std::shared_ptr<PyModel>& pm, const std::string& stage, const std::string& format, bool stats,
-                   std::optional<std::int64_t> qlen, std::optional<std::int64_t> mlen, std::int64_t batch,
-                   const std::string& outputs, const py::kwargs& kwargs) {
+py::object inspect(const std::shared_ptr<PyModel>& pm, const py::object& stageObject, const py::object& formatObject,
+                   bool stats, std::optional<std::int64_t> qlen, std::optional<std::int64_t> mlen, std::int64_t batch,
+                   const py::object& outputsObject, const py::kwargs& kwargs) {
+  const std::string stage = utf8Text(stageObject, "stage"), format = utf8Text(formatObject, "format"),
+                    outputs = utf8Text(outputsObject, "outputs");
   driver::InspectRequest r;
   r.stage = stage, r.format = format, r.stats = stats, r.batch = batch, r.qlen = qlen, r.mlen = mlen;
   driver::SettingChoice c = pm->choice;  // the model's as loaded (precision included), then the keywords
@@ -189,7 +191,8 @@ py::object inspect(const std::shared_ptr<PyModel>& pm, const std::string& stage,
   return py::str(text);
 }
 
-py::array_t<std::int64_t> encode(const PyModel& pm, const std::string& text, bool eosAtEnd) {
+py::array_t<std::int64_t> encode(const PyModel& pm, const py::object& textObject, bool eosAtEnd) {
+  const std::string text = utf8Text(textObject, "text");
   const frontend::Vocabulary& vocab = driver::requireVocabulary(pm.model, "encode");
   frontend::EncodeOptions o;
   o.eosAtEnd = eosAtEnd;
@@ -233,7 +236,8 @@ std::shared_ptr<const backend::CompiledModel> PyModel::compiled(const driver::Se
 }
 
 void bindModel(py::module_& m) {
-  py::class_<PyModel, std::shared_ptr<PyModel>> model(m, "Model", R"(A Transformer-XL model opened by txlc.load().
+  py::class_<PyModel, std::shared_ptr<PyModel>> model(m, "Model", py::is_final(),
+                                                      R"(A Transformer-XL model opened by txlc.load().
 
 Holds the weights, the vocabulary (when the model has one) and the setting
 given to load(); every method takes the same setting keywords to override
@@ -282,7 +286,7 @@ may run on different threads at once.)")
       .def(
           "score",
           [](const std::shared_ptr<PyModel>& p, const py::object& source, bool ids, bool perToken,
-             const py::object& text, const py::kwargs& kw) { return score(p, source, ids, perToken, text, kw); },
+             const py::object& text, const py::kwargs& kw) { return score(made(p), source, ids, perToken, text, kw); },
           py::arg("text_or_path"), py::kw_only(), py::arg("ids") = false, py::arg("per_token") = false,
           py::arg("text") = py::none(),
           R"(score(text_or_path, *, ids=False, per_token=False, text=None, **setting) -> dict
@@ -309,7 +313,7 @@ text of each token as it is chosen (its token_ids grow alongside); with
 stream=False, the whole generated text as a str. Batch 1. temperature=0 is
 greedy decoding (the same as greedy=True).)")
       .def(
-          "encode", [](const PyModel& p, const std::string& text, bool eos) { return encode(p, text, eos); },
+          "encode", [](const PyModel& p, const py::object& text, bool eos) { return encode(p, text, eos); },
           py::arg("text"), py::kw_only(), py::arg("eos_at_end") = true,
           R"(encode(text, *, eos_at_end=True) -> numpy.ndarray[int64]
 
@@ -325,10 +329,10 @@ The text of token ids (a sequence or an integer array): characters joined, or
 words joined by spaces with <eos> as a line break.)")
       .def(
           "inspect",
-          [](const std::shared_ptr<PyModel>& p, const std::string& stage, const std::string& format, bool stats,
+          [](const std::shared_ptr<PyModel>& p, const py::object& stage, const py::object& format, bool stats,
              std::optional<std::int64_t> qlen, std::optional<std::int64_t> mlen, std::int64_t batch,
-             const std::string& outputs,
-             const py::kwargs& kw) { return inspect(p, stage, format, stats, qlen, mlen, batch, outputs, kw); },
+             const py::object& outputs,
+             const py::kwargs& kw) { return inspect(made(p), stage, format, stats, qlen, mlen, batch, outputs, kw); },
           py::arg("stage") = "optimized", py::arg("format") = "text", py::kw_only(), py::arg("stats") = false,
           py::arg("qlen") = py::none(), py::arg("mlen") = py::none(), py::arg("batch") = 1,
           py::arg("outputs") = "logprob,nll",
@@ -343,9 +347,9 @@ stage 'input' (the literal graph) or 'optimized'; format 'text' or 'dot'
 segment before and after the passes, and the fusions ('text' or 'json').)")
       .def(
           "compile",
-          [](const std::shared_ptr<PyModel>& p, const py::object& output, const std::string& emit,
+          [](const std::shared_ptr<PyModel>& p, const py::object& output, const py::object& emit,
              const py::object& txlc,
-             const py::kwargs& kw) { return compileModel(p, output, emit, txlc, kw, Clock::now()); },
+             const py::kwargs& kw) { return compileModel(made(p), output, emit, txlc, kw, Clock::now()); },
           py::arg("output"), py::arg("emit") = "artifact", py::kw_only(), py::arg("txlc") = py::none(),
           "compile(output, emit='artifact', *, txlc=None, **setting) -> dict\n\nSee txlc.compile().")
       .def("__repr__", [](const PyModel& p) {
@@ -354,9 +358,11 @@ segment before and after the passes, and the fusions ('text' or 'json').)")
                (p.model.modelId.empty() ? "" : " model_id=" + p.model.modelId) + ">";
       });
 
+  madeByTxlcOnly(model, "txlc.load()");
+
   m.def("load", &load, py::arg("path"), py::arg("weights") = py::none(), py::arg("vocab") = py::none(), py::kw_only(),
-        py::arg("random_weights") = false, py::arg("seed") = 0,
-        R"(load(path, weights=None, vocab=None, *, random_weights=False, seed=0, **setting) -> Model
+        py::arg("random_weights") = false, py::arg("seed") = 0, py::arg("tokenizer") = py::none(),
+        R"(load(path, weights=None, vocab=None, *, random_weights=False, seed=0, tokenizer=None, **setting) -> Model
 
 Opens a model in any form the command line accepts: a model directory
 (config.json, weights, vocabulary; a Hugging Face transfo-xl folder), a spec
@@ -364,7 +370,8 @@ file with weights= (or random_weights=True), a compiled artifact, a
 PyTorch checkpoint folder or file (pytorch_model.bin, the authors' model.pt),
 or safetensors weights with config.json beside them; recognized by content,
 any other file is an InputError naming what it is. vocab= replaces or gives
-the vocabulary.
+the vocabulary; tokenizer= ('whitespace' or 'hf', as --tokenizer) chooses how
+a word vocabulary splits text (default: 'hf' for Hugging Face's vocab.pkl).
 
 Setting keywords, named as the command line's flags: batch, qlen, mem_len,
 clamp_len, same_length, initial_memory ('zeros' or 'empty'), threads
@@ -374,7 +381,7 @@ memory ('kv' or 'hidden'). They become the model's defaults for every call.
 txlc.InputError for a bad file, txlc.SettingError for a bad setting.)");
   m.def(
       "compile",
-      [](const py::object& modelOrPath, const py::object& output, const std::string& emit, const py::object& weights,
+      [](const py::object& modelOrPath, const py::object& output, const py::object& emit, const py::object& weights,
          const py::object& vocab, bool randomWeights, std::uint64_t seed, const py::object& txlc,
          const py::kwargs& kwargs) {
         const auto start = Clock::now();
@@ -383,7 +390,7 @@ txlc.InputError for a bad file, txlc.SettingError for a bad setting.)");
             throw SettingFailure("compile(): weights, vocab and random_weights are for a path, not a loaded Model");
           return compileModel(modelOrPath.cast<std::shared_ptr<PyModel>>(), output, emit, txlc, kwargs, start);
         }
-        auto pm = load(modelOrPath, weights, vocab, randomWeights, seed, py::kwargs());
+        auto pm = load(modelOrPath, weights, vocab, randomWeights, seed, py::none(), py::kwargs());
         return compileModel(pm, output, emit, txlc, kwargs, start);
       },
       py::arg("model_or_path"), py::arg("output"), py::arg("emit") = "artifact", py::kw_only(),

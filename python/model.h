@@ -18,12 +18,14 @@
 #include "backend/session.h"
 #include "driver/model.h"
 #include "driver/setting.h"
+#include "python/made_by_txlc.h"
 
 namespace txl::python {
 
 namespace py = pybind11;
 
 struct PyModel {
+  TXLC_MADE_BY_TXLC_ONLY
   driver::Model model;
   driver::SettingChoice choice;  // load()'s keywords over the command line's defaults (threads 1)
 
@@ -44,7 +46,7 @@ void bindScoreDocuments(py::module_& m);
 
 // Python objects bound in session.cpp, made by Model's methods in model.cpp.
 py::object makeSession(const std::shared_ptr<PyModel>& model, const py::kwargs& kwargs);
-py::object makeGeneration(const std::shared_ptr<PyModel>& model, const std::string& prompt, std::int64_t n,
+py::object makeGeneration(const std::shared_ptr<PyModel>& model, const py::object& prompt, std::int64_t n,
                           const py::object& temperature, const py::object& topK, const py::object& topP,
                           std::uint64_t seed, bool greedy, bool stream, const py::kwargs& kwargs);
 

@@ -7,6 +7,7 @@
 //   out = s.forward(tokens)            # int64 [qlen, 2] -> out.hidden, out.logprob
 #include <pybind11/pybind11.h>
 
+#include "frontend/atomic_file.h"
 #include "python/convert.h"
 #include "python/errors.h"
 #include "python/model.h"
@@ -22,6 +23,10 @@ artifact or a standalone executable. Errors are txlc.Error subclasses
 carrying the command line's one-line messages. docs/PYTHON.md in the
 repository is the reference.)";
   m.attr("__version__") = TXLC_VERSION;
+  // The command line's rule for this process: an output (compile(), save_state()) never replaces
+  // a file txlc has read in it - a model's spec, weights, vocabulary or artifact, a text scored
+  // (frontend/atomic_file.h); load_state() lets go of its state file (save_state() may replace it).
+  txl::frontend::protectInputs();
   txl::python::bindErrors(m);
   txl::python::bindModel(m);
   txl::python::bindSession(m);

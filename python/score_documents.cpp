@@ -13,6 +13,7 @@
 #include "driver/score_job.h"
 #include "python/convert.h"
 #include "python/errors.h"
+#include "python/made_by_txlc.h"
 #include "python/model.h"
 
 namespace txl::python {
@@ -23,7 +24,7 @@ namespace {
 std::vector<driver::Document> corpusDocuments(const py::object& corpus, driver::DocumentFormat format,
                                               std::string& source) {
   if (py::isinstance<py::str>(corpus) || py::hasattr(corpus, "__fspath__")) {
-    source = py::module_::import("os").attr("fspath")(corpus).cast<std::string>();
+    source = pathArg(corpus, "corpus");
     py::gil_scoped_release release;
     return driver::readDocuments(source, format);
   }
@@ -36,10 +37,10 @@ std::vector<driver::Document> corpusDocuments(const py::object& corpus, driver::
   for (const py::handle item : corpus) {
     if (py::isinstance<py::dict>(item)) {
       dicts = true;
-      content += dumps(item, py::arg("ensure_ascii") = false).cast<std::string>();
+      content += utf8Text(dumps(item, py::arg("ensure_ascii") = false), "corpus: a document");
     } else if (py::isinstance<py::str>(item)) {
       strings = true;
-      const std::string line = item.cast<std::string>();
+      const std::string line = utf8Text(item, "corpus: a document");
       if (line.find('\n') != std::string::npos)
         throw py::value_error("score_documents: a document string holds a line break (one document is one line)");
       content += line;
@@ -55,8 +56,10 @@ std::vector<driver::Document> corpusDocuments(const py::object& corpus, driver::
                                 dicts ? driver::DocumentFormat::JsonLines : driver::DocumentFormat::Lines);
 }
 
-py::dict scoreDocuments(const std::shared_ptr<PyModel>& pm, const py::object& corpus, const std::string& format,
+py::dict scoreDocuments(const std::shared_ptr<PyModel>& pm, const py::object& corpus, const py::object& formatObject,
                         std::int64_t maxTokens, bool strict, const py::kwargs& kwargs) {
+  made(pm);
+  const std::string format = utf8Text(formatObject, "format");
   const driver::Setting s = pm->resolve(kwargs, "score_documents");
   driver::DocumentJob job;
   job.docs = corpusDocuments(corpus, driver::documentFormat(format), job.source);

@@ -15,14 +15,17 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
 #include "driver/compile.h"
 #include "driver/generator.h"
 #include "driver/state_file.h"
+#include "frontend/atomic_file.h"
 #include "python/convert.h"
 #include "python/errors.h"
+#include "python/made_by_txlc.h"
 #include "python/model.h"
 
 namespace txl::python {
@@ -62,6 +65,7 @@ PyObject* outputRepr(PyObject* self) {
 }
 
 struct PySession {
+  TXLC_MADE_BY_TXLC_ONLY
   std::shared_ptr<PyModel> model;
   driver::Setting setting;
   std::shared_ptr<const backend::CompiledModel> compiled;
@@ -154,6 +158,7 @@ struct PySession {
     if (!targets.is_none()) tg = tokenArray(targets, "targets");
     const auto& info = compiled->info();
     const std::int64_t q = in.tensor.shape()[0], b = in.tensor.shape()[1];
+    checkSegment(q);
     // Shapes as the caller gave them: a 1-D input gives results without the batch axis.
     auto shape = [&](std::optional<std::int64_t> last) {
       std::vector<std::int64_t> s{q};
@@ -192,6 +197,19 @@ struct PySession {
     return out;
   }
 
+  // A segment longer than the setting's qlen is planned on first use: its
+  // length is checked against the setting's bound and its memory against the
+  // machine's (driver::checkMemoryFits) before anything is allocated.
+  void checkSegment(std::int64_t q) const {
+    if (q <= setting.qlen) return;
+    if (q > driver::kMaxLength)
+      throw Error("tokens: a segment of " + std::to_string(q) + " tokens; at most " +
+                  std::to_string(driver::kMaxLength) + " (the qlen bound)");
+    driver::Setting longer = setting;
+    longer.qlen = q;
+    driver::checkMemoryFits(model->model.spec, longer, "tokens");
+  }
+
   py::dict state() {
     ir::TensorMap state;
     {
@@ -204,28 +222,70 @@ struct PySession {
     return d;
   }
 
+  // A memory as state() returns it: every key, dtype and shape is checked
+  // against the model before a value is converted (a broadcast view of 2^40
+  // elements is refused from its shape), then every value must be finite.
   void loadState(const py::object& state) {
     if (py::isinstance<py::dict>(state)) {
+      std::vector<std::pair<std::string, py::array>> arrays;
+      std::map<std::string, ir::TensorType> types;
+      for (const auto& [k, v] : state.cast<py::dict>()) {
+        if (!PyUnicode_Check(k.ptr()))
+          throw py::type_error("state: expected str keys (\"mem.0\", ...), got a key of type " + typeName(k));
+        const std::string name = utf8Text(k, "state: a key");
+        py::array raw = py::array::ensure(v);
+        if (!raw) {
+          PyErr_Clear();
+          throw Error("state: tensor " + quote(name) + ": expected a float32 array, got " + typeName(v));
+        }
+        if (raw.dtype().kind() != 'f')
+          throw Error("state: tensor " + quote(name) + ": expected a float32 array, got dtype " +
+                      std::string(py::str(raw.dtype())));
+        types.emplace(name, ir::TensorType{ir::DType::F32, ir::Shape(raw.shape(), raw.shape() + raw.ndim())});
+        arrays.emplace_back(name, raw);
+      }
+      backend::checkStateTypes(*compiled, types);
       py::list keep;
       ir::TensorMap map;
-      for (const auto& [k, v] : state.cast<py::dict>()) {
-        const std::string name = py::str(k);
-        map[name] = floatTensor(v, "state: tensor '" + name + "'", keep);
-      }
+      for (const auto& [name, raw] : arrays) map[name] = floatTensor(raw, "state: tensor '" + name + "'", keep);
       py::gil_scoped_release release;
+      checkFinite(map, "state");
       std::lock_guard<std::mutex> lock(mutex);
       session->loadState(map);
       return;
     }
-    const std::string path = py::module_::import("os").attr("fspath")(state).cast<std::string>();
+    if (!PyUnicode_Check(state.ptr()) && !PyBytes_Check(state.ptr()) && !py::hasattr(state, "__fspath__"))
+      throw py::type_error("state: expected a dict as state() returns, or a state file's path, got " + typeName(state));
+    const std::string path = pathArg(state, "state");
     py::gil_scoped_release release;
     ir::TensorMap map = driver::readStateFile(model->model, *compiled, path);
+    // A state file is the session's own data, not the model's: save_state() may replace it.
+    frontend::forgetInputFile(path);
+    checkFinite(map, path);
     std::lock_guard<std::mutex> lock(mutex);
     driver::loadState(*session, map, path);
   }
 
+  // A NaN or an infinity in a memory would make every later output NaN: refused, naming the tensor.
+  static void checkFinite(const ir::TensorMap& map, const std::string& source) {
+    for (const auto& [name, t] : map) {
+      const float* p = t.data<float>();
+      const std::int64_t n = t.numel();
+      std::int64_t bad = 0, first = -1;
+      for (std::int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(p[i]) && bad++ == 0) first = i;
+      if (bad == 0) continue;
+      const float v = p[first];
+      throw Error(source + ": tensor " + quote(name) + ": element " + std::to_string(first) + " is " +
+                  (std::isnan(v) ? "NaN"
+                   : v > 0       ? "Inf"
+                                 : "-Inf") +
+                  " (" + std::to_string(bad) + " non-finite values); non-finite memory is refused");
+    }
+  }
+
   void saveState(const py::object& path) {
-    const std::string p = py::module_::import("os").attr("fspath")(path).cast<std::string>();
+    const std::string p = pathArg(path, "path");
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex);
     driver::writeStateFile(*session, model->model, setting, p);
@@ -242,14 +302,25 @@ std::shared_ptr<PySession> newSession(const std::shared_ptr<PyModel>& model, con
   return ps;
 }
 
+// A Generation may be iterated from several threads: a mutex per generation
+// makes each next() whole (the countdown, the sampled token, its id and its
+// text together), so the threads share one sequence of tokens, in order, as
+// one thread would get it.
 struct Generation {
+  TXLC_MADE_BY_TXLC_ONLY
   std::shared_ptr<PySession> session;
   std::unique_ptr<driver::Generator> generator;
   const frontend::Vocabulary* vocab = nullptr;
   std::int64_t remaining = 0, previous = -1, promptTokens = 0;
   std::vector<std::int64_t> ids;
+  std::mutex mutex;
 
   std::string next() {
+    std::unique_lock<std::mutex> turn(mutex, std::defer_lock);
+    {
+      py::gil_scoped_release release;  // wait for another thread's next() without holding the GIL
+      turn.lock();
+    }
     if (remaining <= 0) throw py::stop_iteration();
     std::int64_t id = 0;
     {
@@ -269,12 +340,20 @@ struct Generation {
 }  // namespace
 
 py::object makeSession(const std::shared_ptr<PyModel>& model, const py::kwargs& kwargs) {
+  made(model);
   return py::cast(newSession(model, model->resolve(kwargs, "session")));
 }
 
-py::object makeGeneration(const std::shared_ptr<PyModel>& model, const std::string& prompt, std::int64_t n,
+py::object makeGeneration(const std::shared_ptr<PyModel>& model, const py::object& promptObject, std::int64_t n,
                           const py::object& temperature, const py::object& topK, const py::object& topP,
                           std::uint64_t seed, bool greedy, bool stream, const py::kwargs& kwargs) {
+  made(model);
+  const std::string prompt = utf8Text(promptObject, "prompt");
+  // Types first (TypeError naming the keyword), then the sampler's ranges (SettingError).
+  const bool hasT = !temperature.is_none(), hasK = !topK.is_none(), hasP = !topP.is_none();
+  const double t = hasT ? numberArg(temperature, "temperature") : 0;
+  const std::int64_t k = hasK ? integerArg(topK, "top_k") : 0;
+  const double p = hasP ? numberArg(topP, "top_p") : 0;
   py::kwargs kw = kwargs;
   if (!kw.contains("batch")) kw["batch"] = 1;  // one stream
   const driver::Setting s = model->resolve(kw, "generate");
@@ -282,13 +361,12 @@ py::object makeGeneration(const std::shared_ptr<PyModel>& model, const std::stri
   so.greedy = greedy;
   so.seed = seed;
   asSetting([&] {
-    const bool temperatureZero = !temperature.is_none() && temperature.cast<double>() == 0;
-    if (greedy && ((!temperature.is_none() && !temperatureZero) || !topK.is_none() || !topP.is_none()))
+    if (greedy && ((hasT && t != 0) || hasK || hasP))
       throw Error("--greedy: excludes --temperature, --top-k and --top-p");
     if (n < 0) throw Error("-n: expected a non-negative integer, got '" + std::to_string(n) + "'");
-    if (!temperature.is_none()) so.temperature = temperature.cast<double>();
-    if (!topK.is_none()) so.topK = topK.cast<std::int64_t>();
-    if (!topP.is_none()) so.topP = topP.cast<double>();
+    if (hasT) so.temperature = t;
+    if (hasK) so.topK = k;
+    if (hasP) so.topP = p;
     driver::checkSamplerOptions(so);
   });
   const frontend::Vocabulary& vocab = driver::requireVocabulary(model->model, "generate");
@@ -361,7 +439,7 @@ PyObject* forwardMethod(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     // The descriptor only passes instances of Session (or of a subclass); a
     // Session is made by Model.session() alone, so its holder is there.
     auto holder = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-    if (!holder.holder_constructed()) throw py::type_error("forward(): a Session not made by Model.session()");
+    if (!holder.holder_constructed()) refuseUnconstructed();
     PySession& s = *holder.holder<std::shared_ptr<PySession>>();
     py::object result;
     s.forward(py::reinterpret_borrow<py::object>(given[0]),
@@ -384,7 +462,7 @@ void bindSession(py::module_& m) {
 
   auto sessionClass =
       py::class_<PySession, std::shared_ptr<PySession>>(
-          m, "Session",
+          m, "Session", py::is_final(),
           R"(Streams of tokens with their recurrent memory (Model.session()).
 
 Each forward() runs one segment of qlen tokens for every stream against the
@@ -440,17 +518,22 @@ tokens), without computing the full log-probabilities.)")
                 return s.session->planCount();
               },
               "Segment plans built so far (one per distinct segment shape met).")
-          .def("state", &PySession::state, R"(state() -> dict[str, numpy.ndarray]
+          .def(
+              "state", [](PySession& s) { return s.state(); }, R"(state() -> dict[str, numpy.ndarray]
 
 The memory: {"mem.<slot>": float32 [mlen, batch, width]} (copies). In the
 default kv form slot l holds layer l's projected keys and values; with
 memory='hidden', slot l is layer l's input as the reference keeps it.)")
-          .def("load_state", &PySession::loadState, py::arg("state"), R"(load_state(state)
+          .def(
+              "load_state", [](PySession& s, const py::object& state) { s.loadState(state); }, py::arg("state"),
+              R"(load_state(state)
 
 Restores a memory: a dict as state() returns, or the path of a state file
 (save_state(), `txlc run --state-out`), which must name this model.
 Continuing from it gives bit for bit what the saved session would have.)")
-          .def("save_state", &PySession::saveState, py::arg("path"), R"(save_state(path)
+          .def(
+              "save_state", [](PySession& s, const py::object& path) { s.saveState(path); }, py::arg("path"),
+              R"(save_state(path)
 
 Writes the memory as a state file (safetensors, format txlc-state/1, naming
 the model), which load_state() and `txlc run --state-in` read.)")
@@ -465,11 +548,15 @@ the model), which load_state() and `txlc run --state-in` read.)")
       PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(sessionClass.ptr()), &forwardDef));
   if (!forward) throw py::error_already_set();
   sessionClass.attr("forward") = forward;
+  madeByTxlcOnly(sessionClass, "Model.session()");
 
-  py::class_<Generation, std::shared_ptr<Generation>>(m, "Generation",
-                                                      "An iterator over generated tokens' text (Model.generate()).")
-      .def("__iter__", [](const std::shared_ptr<Generation>& g) { return g; })
-      .def("__next__", &Generation::next)
+  // Methods take self by reference (a TypeError for None), never as a member function pointer (a null `this`).
+  auto generationClass = py::class_<Generation, std::shared_ptr<Generation>>(
+      m, "Generation", py::is_final(),
+      "An iterator over generated tokens' text (Model.generate()); several threads may iterate one: each next() "
+      "is whole, and they share the sequence one thread would get.");
+  generationClass.def("__iter__", [](const std::shared_ptr<Generation>& g) { return made(g); })
+      .def("__next__", [](Generation& g) { return g.next(); })
       .def_property_readonly(
           "token_ids", [](const Generation& g) { return g.ids; }, "The token ids chosen so far.")
       .def_property_readonly(
@@ -478,6 +565,7 @@ the model), which load_state() and `txlc run --state-in` read.)")
           "prompt_tokens", [](const Generation& g) { return g.promptTokens; }, "Tokens in the prompt.")
       .def_property_readonly(
           "remaining", [](const Generation& g) { return g.remaining; }, "Tokens still to generate.");
+  madeByTxlcOnly(generationClass, "Model.generate()");
 }
 
 }  // namespace txl::python

@@ -38,16 +38,22 @@ if [[ -n $write ]]; then
 fi
 load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# name | arguments
+# name | arguments | for a batched one-token row, the index of its batch-1 row
+# (the "× batch 1" column: its tokens/s over that row's, beside the bound
+# the memory floors give: batch × floor(batch 1) / floor(batch), the weights
+# read once per batch and every stream's memory once per token)
 benchmarks=(
-  "enwik8 base, qlen 80, mem 2100|bench/enwik8_base.json --segments $segments"
-  "enwik8 base, qlen 1, mem 2100|bench/enwik8_base.json --qlen 1 --segments $((2 * segments))"
-  "enwik8 base, qlen 1, batch 8, mem 2100|bench/enwik8_base.json --qlen 1 --batch 8 --segments $((2 * segments))"
-  "enwik8 base, qlen 1, batch 32, mem 2100|bench/enwik8_base.json --qlen 1 --batch 32 --segments $((2 * segments))"
-  "WT103 base + NLL, qlen 64, mem 640|bench/wt103_base.json --nll --segments $segments"
-  "small, batch 8, qlen 128, mem 128|bench/small_b8.json --batch 8 --segments $segments"
+  "enwik8 base, qlen 80, mem 2100|bench/enwik8_base.json --segments $segments|"
+  "enwik8 base, qlen 1, mem 2100|bench/enwik8_base.json --qlen 1 --segments $((2 * segments))|"
+  "enwik8 base, qlen 1, batch 8, mem 2100|bench/enwik8_base.json --qlen 1 --batch 8 --segments $((2 * segments))|1"
+  "enwik8 base, qlen 1, batch 32, mem 2100|bench/enwik8_base.json --qlen 1 --batch 32 --segments $((2 * segments))|1"
+  "enwik8 base, qlen 1, mem 512|bench/enwik8_base.json --qlen 1 --mem-len 512 --segments $((2 * segments))|"
+  "enwik8 base, qlen 1, batch 8, mem 512|bench/enwik8_base.json --qlen 1 --batch 8 --mem-len 512 --segments $((2 * segments))|4"
+  "WT103 base + NLL, qlen 64, mem 640|bench/wt103_base.json --nll --segments $segments|"
+  "small, batch 8, qlen 128, mem 128|bench/small_b8.json --batch 8 --segments $segments|"
 )
-keys=(tokens_per_s ms_per_segment avg_ms p90_ms p95_ms p99_ms efficiency memory_floor_ratio peak_rss_bytes rss_budget_bytes)
+keys=(tokens_per_s ms_per_segment avg_ms p90_ms p95_ms p99_ms efficiency memory_floor_ratio memory_floor_ms peak_rss_bytes
+  rss_budget_bytes)
 
 # The value of column $1 in the one-row CSV report $2 (empty: "-").
 field() { awk -F, -v k="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) c = i } NR == 2 { v = c ? $c : ""; print (v == "" ? "-" : v) }' "$2"; }
@@ -68,7 +74,7 @@ declare -A values=()  # "benchmark index,precision,key" -> the values of the run
 for ((r = 1; r <= repeat; r++)); do
   for i in "${!benchmarks[@]}"; do
     b=${benchmarks[$i]}
-    name="${b%%|*}" args="${b#*|}"
+    name="${b%%|*}" args="${b#*|}" args="${args%|*}"
     for p in "${precision_list[@]}"; do
       echo "scripts/bench.sh: round $r of $repeat: $name, $p" >&2
       # shellcheck disable=SC2086
@@ -80,10 +86,10 @@ for ((r = 1; r <= repeat; r++)); do
 done
 
 table() {
-  echo "| benchmark | precision | threads | runs | tokens/s | × f32 | median ms | avg ms | p90 ms | p95 ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| benchmark | precision | threads | runs | tokens/s | × f32 | × batch 1 (bound) | median ms | avg ms | p90 ms | p95 ms | p99 ms | efficiency | time / memory floor | peak RSS MiB | budget MiB |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   for i in "${!benchmarks[@]}"; do
-    name="${benchmarks[$i]%%|*}"
+    name="${benchmarks[$i]%%|*}" single="${benchmarks[$i]##*|}"
     for p in "${precision_list[@]}"; do
       med() { echo "${values[$i,$p,$1]}" | median; }
       mib() { awk -v b="$(med "$1")" 'BEGIN { if (b == "-") print "-"; else printf "%.1f", b / 1048576 }'; }
@@ -92,8 +98,15 @@ table() {
         ratio=$(awk -v a="$(med tokens_per_s)" -v b="$(echo "${values[$i,f32,tokens_per_s]}" | median)" \
           'BEGIN { printf "%.2f", a / b }')
       fi
-      printf "| %s | %s | %s | %s | %.1f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$p" \
-        "$threads" "$repeat" "$(med tokens_per_s)" "$ratio" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p90_ms)" \
+      batched="-"
+      if [[ -n $single ]]; then
+        batch=$(sed -E 's/.*--batch ([0-9]+).*/\1/' <<<"${benchmarks[$i]}")
+        batched=$(awk -v a="$(med tokens_per_s)" -v b="$(echo "${values[$single,$p,tokens_per_s]}" | median)" \
+          -v f="$(med memory_floor_ms)" -v f1="$(echo "${values[$single,$p,memory_floor_ms]}" | median)" -v n="$batch" \
+          'BEGIN { printf "%.2f", a / b; if (f != "-" && f1 != "-" && f > 0) printf " (%.2f)", n * f1 / f }')
+      fi
+      printf "| %s | %s | %s | %s | %.1f | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %s | %s | %s |\n" "$name" "$p" \
+        "$threads" "$repeat" "$(med tokens_per_s)" "$ratio" "$batched" "$(med ms_per_segment)" "$(med avg_ms)" "$(med p90_ms)" \
         "$(med p95_ms)" "$(med p99_ms)" "$(med efficiency)" \
         "$(med memory_floor_ratio | awk '{ if ($1 == "-") print "-"; else printf "%.2f", $1 }')" \
         "$(mib peak_rss_bytes)" "$(mib rss_budget_bytes)"

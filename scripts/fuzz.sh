@@ -7,7 +7,7 @@
 # FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (libFuzzer's convention) turns off
 # the zip CRC-32 check of the checkpoint reader, so that mutated entries reach
 # the pickle interpreter and the view checks.
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]      default 12 (eight targets: under two minutes)
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]      default 12 (nine targets: about two minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-12}"
@@ -22,7 +22,7 @@ cmake -S . -B build-fuzz -G Ninja \
 ninja -C build-fuzz -j"$(nproc)" fuzzers >&2
 
 targets=()
-for t in spec_parser safetensors pickle torch_checkpoint ir_parser graph_json artifact artifact_exec; do
+for t in spec_parser safetensors pickle torch_checkpoint ir_parser graph_json artifact artifact_exec documents; do
   if [[ -x build-fuzz/fuzz/${t}_fuzzer ]]; then targets+=("$t")
   else echo "fuzz: ${t}_fuzzer was not built (its reader is not in this tree), skipped" >&2; fi
 done

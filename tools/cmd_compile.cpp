@@ -20,6 +20,7 @@
 #include "tools/model_flags.h"
 #include "driver/emit.h"
 #include "frontend/atomic_file.h"
+#include "tools/progress.h"
 
 namespace txl::tools {
 
@@ -31,6 +32,7 @@ struct Options {
   std::uint64_t seed = 0;
   std::string output, emit = "artifact";
   bool json = false;
+  bool progress = false, noProgress = false;  // neither: phase lines when stderr is a terminal
 };
 
 int run(const Options& o) {
@@ -39,7 +41,9 @@ int run(const Options& o) {
   OpenOptions so = o.model.openOptions();
   so.randomWeights = o.randomWeights;
   so.seed = o.seed;
+  PhaseLog log("compile", showProgress(o.progress, o.noProgress));  // one line per phase on stderr (tools/progress.h)
   Model m = openModel(o.model.model, so);
+  log.done("read " + oneLine(m.path) + " (" + m.form + ")");
   const Setting setting = o.model.setting(m, /*run=*/false);  // recompiling an artifact: its passes unless --passes
   checkMemoryFits(m.spec, setting, m.path);                   // before anything is planned
   // After the setting and the output are checked: a bad setting or output (-o the artifact itself) is the one
@@ -49,7 +53,8 @@ int run(const Options& o) {
     std::cerr << "txlc: note: recompiling " << m.path << " from its stored spec and weights" << std::endl;
   }
 
-  nlohmann::json summary = emitCompiled(m, setting, o.output, o.emit);
+  nlohmann::json summary =
+      emitCompiled(m, setting, o.output, o.emit, "/proc/self/exe", [&](const std::string& what) { log.done(what); });
   summary["random_weights"] = o.randomWeights;
   summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) std::cout << summary.dump(2) << std::endl;
@@ -77,6 +82,9 @@ void registerCompile(CLI::App& app, Action& action) {
   cmd->add_option("--emit", o->emit, "artifact (default) or exe (a standalone executable)")
       ->check(CLI::IsMember({"artifact", "exe"}));
   cmd->add_flag("--json", o->json, "print a summary as JSON on stdout");
+  CLI::Option* progress =
+      cmd->add_flag("--progress", o->progress, "a line per phase on stderr, with its time; default on a terminal");
+  cmd->add_flag("--no-progress", o->noProgress, "no phase lines, even on a terminal")->excludes(progress);
   cmd->callback([o, &action] {
     if (o->output == "-")
       throw CLI::ValidationError("-o -", "an artifact or executable is a file, not a stream for stdout; give a file");

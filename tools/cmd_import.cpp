@@ -13,9 +13,11 @@
 
 #include "frontend/checkpoint_model.h"
 #include "frontend/weights.h"
+#include "ir/check.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/exit_codes.h"
+#include "tools/progress.h"
 
 namespace txl::tools {
 
@@ -24,14 +26,19 @@ namespace {
 struct Options {
   std::string source, spec, output;
   CLI::Option* specOpt = nullptr;
+  bool progress = false, noProgress = false;  // neither: phase lines when stderr is a terminal
 };
 
 int run(const Options& o) {
   std::optional<std::string> spec;
   if (o.specOpt->count()) spec = o.spec;
+  PhaseLog log("import", showProgress(o.progress, o.noProgress));  // one line per phase on stderr (tools/progress.h)
   frontend::CheckpointModel m = frontend::readCheckpointModel(o.source, spec);
+  log.done("read " + std::to_string(m.tensors.size()) + " tensors from " + oneLine(o.source));
   frontend::bindWeights(m.spec, frontend::tensorSource(m));  // the folder must load as a model
+  log.done("bound the weights against the spec");
   frontend::writeImportedModel(m, o.output);
+  log.done("wrote " + oneLine(o.output));
   for (const auto& note : m.notes) std::cerr << "txlc: note: " << note << std::endl;
   std::cerr << "txlc: imported " << m.tensors.size() << " tensors" << (m.vocabulary.empty() ? "" : " and ")
             << (m.vocabulary.empty() ? std::string() : std::to_string(m.vocabulary.size()) + " symbols") << " ("
@@ -53,6 +60,9 @@ void registerImport(CLI::App& app, Action& action) {
   cmd->add_option("-o,--output", o->output, "the model folder to write (new, or empty)")
       ->required()
       ->check(nonEmptyPath());
+  CLI::Option* progress =
+      cmd->add_flag("--progress", o->progress, "a line per phase on stderr, with its time; default on a terminal");
+  cmd->add_flag("--no-progress", o->noProgress, "no phase lines, even on a terminal")->excludes(progress);
   cmd->callback([o, &action] {
     if (o->output == "-")
       throw CLI::ValidationError("-o -", "import writes a model folder, not a stream for stdout; give a folder");

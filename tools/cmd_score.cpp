@@ -17,6 +17,7 @@
 #include "tools/error_exit.h"
 #include "tools/exit_codes.h"
 #include "tools/model_flags.h"
+#include "tools/progress.h"
 
 namespace txl::tools {
 
@@ -30,7 +31,7 @@ struct Options {
   std::int64_t maxTokens = std::int64_t(1) << 20;
   double rankTimeout = 120, maxUnkFraction = 0.10;
   bool progress = false, noProgress = false;  // neither: a running estimate when stderr is a terminal
-  bool showProgress() const { return progress || (!noProgress && stderrIsTerminal()); }
+  bool showProgress() const { return tools::showProgress(progress, noProgress); }
 };
 
 // "\n" -> "\\n" so that a per-token line stays one line.
@@ -42,51 +43,28 @@ std::string printable(const std::string& s) {
 
 const char* signalName(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
 
-// When a progress line is due, by the seconds since the scoring started: at
-// most every `interval`; the first at once unless `shown` starts true.
-struct ProgressPace {
-  bool on;
-  double interval;
-  bool shown;
-  double last = 0;
-  bool due(double seconds) {
-    if (!on || (shown && seconds - last < interval)) return false;
-    shown = true;
-    last = seconds;
-    return true;
-  }
-};
-
 int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phase) {
   driver::Model m = o.model.open();
   const driver::Setting setting = o.model.setting(m);
   driver::TextJob job{o.file, o.ids, o.perToken, o.maxUnkFraction, o.rankTimeout, true, {}};
-  // The running estimate: on a terminal one line rewritten at most 5 times a
-  // second, else (--progress into a file or pipe) a line at most every second.
-  const bool terminal = stderrIsTerminal();
-  ProgressPace pace{procs.rank() == 0 && o.showProgress(), terminal ? 0.2 : 1.0, false};
+  // The running estimate (tools/progress.h): a bar on a terminal, else a plain line every few seconds.
+  const bool show = procs.rank() == 0 && o.showProgress();
+  ProgressDisplay bar("score", "tokens", stderrIsTerminal());
   job.progress = [&](const driver::TextProgress& p) {
-    if (p.done <= 0 || !pace.due(p.seconds)) return;
+    if (!show || p.done <= 0) return;
     const double rate = p.seconds > 0 ? double(p.done) / p.seconds : 0.0, perToken = p.nllSum / double(p.done);
-    std::ostringstream line;
-    line << "txlc: score: " << p.done << "/" << p.total << " tokens (" << std::fixed << std::setprecision(1)
-         << 100.0 * double(p.done) / double(p.total) << " %)"
-         << (p.ranks > 1 ? " on " + std::to_string(p.ranks) + " ranks" : "") << ", perplexity " << std::setprecision(3)
-         << std::exp(perToken);
-    if (p.characters) line << ", bpc " << std::setprecision(4) << perToken / std::log(2.0);
-    line << ", " << std::setprecision(0) << rate << " tokens/s, ETA ";
-    const double eta = rate > 0 ? double(p.total - p.done) / rate : 0.0;
-    if (eta >= 60)
-      line << std::int64_t(eta) / 60 << "m" << std::setw(2) << std::setfill('0') << std::int64_t(eta) % 60 << "s";
-    else line << std::setprecision(0) << eta << "s";
-    if (terminal) std::cerr << "\r" << line.str() << "\033[K" << std::flush;
-    else std::cerr << line.str() << std::endl;
+    std::ostringstream detail;
+    detail << std::fixed << (p.ranks > 1 ? "on " + std::to_string(p.ranks) + " ranks, " : "") << "perplexity "
+           << std::setprecision(3) << std::exp(perToken);
+    if (p.characters) detail << ", bpc " << std::setprecision(4) << perToken / std::log(2.0);
+    detail << ", " << std::setprecision(0) << rate << " tokens/s";
+    bar.update(p.done, p.total, p.seconds, detail.str());
   };
   const driver::TextJobResult r = driver::scoreTextJob(m, setting, job, procs, phase);
   if (!r.root) return kExitOk;
   const driver::ScoreInput& in = r.input;
   const driver::ScoreResult& t = r.total;
-  if (pace.on && terminal && pace.shown) std::cerr << "\r\033[K" << std::flush;
+  bar.finish();
   std::cerr << driver::scoreNotes(in, t, o.file);
   if (t.interrupted)
     std::cerr << "txlc: score: interrupted by " << signalName(r.signal) << " after " << t.scored << " of "
@@ -128,7 +106,8 @@ int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phas
 int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase& phase) {
   driver::Model m = o.model.open();
   const driver::Setting setting = o.model.setting(m);
-  ProgressPace pace{o.showProgress(), 0.2, true};  // at most 5 lines a second
+  const bool show = o.showProgress();
+  ProgressDisplay bar("score", "documents", stderrIsTerminal());
   const driver::DocumentJob job{.source = o.documents,
                                 .docs = driver::readDocuments(o.documents, driver::documentFormat(o.documentsFormat)),
                                 .limits = {o.maxTokens},
@@ -141,17 +120,16 @@ int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase&
                                 .catchInterrupts = true,
                                 .compiled = nullptr,
                                 .progress = [&](const driver::DocumentProgress& p) {
-                                  if (!pace.due(p.seconds)) return;
-                                  std::cerr << "\rtxlc: score: " << p.scored << "/" << p.todo << " documents, "
-                                            << p.predicted << " tokens"
-                                            << (p.ranks > 1 ? " on " + std::to_string(p.ranks) + " ranks" : "") << ", "
-                                            << std::fixed << std::setprecision(0)
-                                            << (p.seconds > 0 ? double(p.predicted) / p.seconds : 0.0) << " tokens/s   "
-                                            << std::defaultfloat << std::flush;
+                                  if (!show) return;
+                                  std::ostringstream detail;
+                                  detail << (p.ranks > 1 ? "on " + std::to_string(p.ranks) + " ranks, " : "")
+                                         << p.predicted << " tokens, " << std::fixed << std::setprecision(0)
+                                         << (p.seconds > 0 ? double(p.predicted) / p.seconds : 0.0) << " tokens/s";
+                                  bar.update(p.scored, p.todo, p.seconds, detail.str());
                                 }};
   const driver::DocumentJobResult r = driver::scoreDocumentJob(m, setting, job, procs, phase);
   if (!r.root) return r.signal != 0 ? 128 + r.signal : kExitOk;
-  if (pace.on) std::cerr << "\r\033[K" << std::flush;
+  bar.finish();
   const nlohmann::json& j = r.summary;
   const bool interrupted = r.signal != 0;
   if (interrupted)

@@ -39,8 +39,9 @@ struct PipelineFlags {
   bool printAfterAll = false;
   std::vector<std::string> printAfter;
   bool timePasses = false;
-  std::string memory;     // --memory kv|hidden; empty: the form the passes make (kv for the default pipeline)
-  std::string precision;  // --precision f32|bf16; empty: the model's own (an artifact's), else f32
+  std::string memory;          // --memory kv|hidden; empty: the form the passes make (kv for the default pipeline)
+  std::string precision;       // --precision f32|bf16; empty: the model's own (an artifact's), else f32
+  bool precisionList = false;  // set before add(): --precision takes a comma-separated list (bench's sweep)
 
   void add(CLI::App& cmd, bool withBackend = true);
   // Sets the backend and the pipeline of `s`; validates pass names (txl::Error).

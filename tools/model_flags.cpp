@@ -17,6 +17,11 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
   vocabOpt = cmd.add_option("--vocab", vocab,
                             "vocabulary: vocab.json (characters) or one symbol per line (words); for a spec file, "
                             "or to override the model's");
+  tokenizerOpt = cmd.add_option("--tokenizer", tokenizer,
+                                "how a word vocabulary splits text: whitespace (fields between spaces) or hf "
+                                "(transformers' Transfo-XL tokenizer: Moses punctuation rules, \"@,@\" in numbers); "
+                                "default: hf for Hugging Face's vocab.pkl, whitespace otherwise")
+                     ->check(CLI::IsMember({"whitespace", "hf"}));
   if (shape == Shape::All)
     batchOpt =
         cmd.add_option("--batch", batch, "independent streams (default: 1, or the artifact's)")->check(batchCheck());
@@ -39,6 +44,11 @@ void ModelFlags::add(CLI::App& cmd, Shape shape) {
                    "OpenMP threads for the oneDNN backend (default: the machine's physical cores, or OpenMP's "
                    "default when OMP_NUM_THREADS is set; 0: OpenMP's default)")
         ->check(threadCountCheck());
+  threadPolicyOpt = cmd.add_option("--thread-policy", threadPolicy,
+                                   "which steps run on one thread: auto (chosen per run from measured times), idle "
+                                   "(only the shortest: right when the cores are free) or loaded (every step under "
+                                   "about 0.5 ms: right beside another busy process); default auto")
+                        ->check(CLI::IsMember({"auto", "idle", "loaded"}));
   pipeline.add(cmd);
 }
 
@@ -46,6 +56,7 @@ OpenOptions ModelFlags::openOptions() const {
   OpenOptions o;
   if (weightsOpt && weightsOpt->count()) o.weights = weights;
   if (vocabOpt && vocabOpt->count()) o.vocab = vocab;
+  if (tokenizerOpt && tokenizerOpt->count()) o.tokenizer = tokenizer;
   return o;
 }
 
@@ -57,6 +68,7 @@ Model ModelFlags::open() const {
 SettingChoice ModelFlags::choice() const {
   SettingChoice c = pipeline.choice();
   c.threads = threads;
+  if (threadPolicyOpt->count()) c.threadPolicy = threadPolicy;
   if (batchOpt && batchOpt->count()) c.batch = batch;
   if (qlenOpt && qlenOpt->count()) c.qlen = qlen;
   if (memLenOpt && memLenOpt->count()) c.memLen = memLen;

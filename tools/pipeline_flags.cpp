@@ -65,12 +65,20 @@ void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
                  "output channel, f32 inputs and accumulation); bf16 and int8 keep keys and values in bf16 "
                  "(docs/PRECISION.md)")
       ->check(CLI::Validator(
-          [](std::string& s) -> std::string {
+          [list = precisionList](std::string& s) -> std::string {
             // The backend flag is parsed in command-line order, so the CPU check waits for checkSetting
             // when --backend comes later; here: the name, and the CPU for the default backend.
-            return driver::precisionProblem(s, "reference");
+            if (!list) return driver::precisionProblem(s, "reference");
+            std::size_t from = 0;
+            for (std::size_t comma; from <= s.size(); from = comma + 1) {
+              comma = std::min(s.find(',', from), s.size());
+              if (std::string problem = driver::precisionProblem(s.substr(from, comma - from), "reference");
+                  !problem.empty())
+                return problem;
+            }
+            return {};
           },
-          "f32|bf16|int8"));
+          precisionList ? "f32|bf16|int8,..." : "f32|bf16|int8"));
 }
 
 SettingChoice PipelineFlags::choice() const {

@@ -2,8 +2,10 @@
 //
 // compile() runs the phases of backend/onednn/onednn_phases.h in order: placement,
 // liveness, in place, lowering, arena. run() binds the input handles,
-// executes the steps on one stream, waits; a serial step runs with OpenMP's
-// thread count set to 1 (OnednnOptions::serialBelowNs).
+// executes the steps of the thread variant ThreadChoice picks
+// (backend/onednn/thread_policy.h) on one stream, waits, and tells the
+// choice how long it took; a serial step runs with OpenMP's thread count set
+// to 1 (OnednnOptions::serialBelowNs).
 #include "backend/onednn/onednn_executor.h"
 
 #include <chrono>
@@ -13,6 +15,7 @@
 #include "backend/library_calls.h"
 #include "backend/onednn/onednn_lowering.h"
 #include "backend/onednn/onednn_phases.h"
+#include "backend/onednn/thread_policy.h"
 #include "ir/check.h"
 
 namespace txl::backend {
@@ -42,7 +45,9 @@ class TeamSwitch {
 class OnednnPlan final : public OnednnCompiledGraph {
  public:
   OnednnPlan(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options,
-             onednn::PackedWeights& packs) {
+             onednn::PackedWeights& packs)
+      : threads_(options.threadPolicy == ThreadPolicy::Auto,
+                 options.threadPolicy == ThreadPolicy::Idle ? onednn::Load::Idle : onednn::Load::Loaded) {
     compile(graph, weights, options, packs);
   }
   const TensorMap& run(const TensorMap& inputs) override;
@@ -61,8 +66,9 @@ class OnednnPlan final : public OnednnCompiledGraph {
   void compile(const ir::Graph& graph, const TensorMap& weights, const OnednnOptions& options,
                onednn::PackedWeights& packs);
   void execute(onednn::Step& s);
-  void runProfiled(std::size_t& i, TeamSwitch& team);
+  void runProfiled(std::size_t& i, TeamSwitch& team, onednn::LoadSet variant);
   Plan plan_;
+  onednn::ThreadChoice threads_;
   bool profiling_ = false;
   std::vector<double> stepSeconds_;
 };
@@ -88,6 +94,9 @@ const TensorMap& OnednnPlan::run(const TensorMap& inputs) {
       throw Error("input '" + in.name + "': expected " + in.type.str() + ", got " + it->second.type().str());
     plan_.buffers[in.buffer].ptr = const_cast<void*>(it->second.raw());
   }
+  const auto t0 = std::chrono::steady_clock::now();
+  const onednn::Load load = threads_.next();
+  const onednn::LoadSet variant = onednn::loadBit(load);
   std::size_t i = 0;
   try {
     for (std::size_t b = 0; b < plan_.inputBindings; ++b) {
@@ -96,13 +105,15 @@ const TensorMap& OnednnPlan::run(const TensorMap& inputs) {
       bind.mem.set_data_handle(static_cast<char*>(plan_.buffers[bind.buffer].ptr) + bind.offset);
     }
     TeamSwitch team;
-    if (profiling_) runProfiled(i, team);
+    if (profiling_) runProfiled(i, team, variant);
     for (; i < plan_.steps.size(); ++i) {
+      if (!(plan_.steps[i].loads & variant)) continue;
       team.before(plan_.steps[i]);
       execute(plan_.steps[i]);
     }
     LibraryCall call;
     plan_.stream.wait();
+    threads_.observe(load, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   } catch (const dnnl::error& e) {
     std::string where = i < plan_.info.size() ? plan_.info[i].op + " (node " + std::to_string(plan_.info[i].node) + ")"
                                               : std::string("input binding");
@@ -127,9 +138,10 @@ void OnednnPlan::execute(onednn::Step& s) {
 }
 
 // run()'s loop with a wait and a clock reading around every step.
-void OnednnPlan::runProfiled(std::size_t& i, TeamSwitch& team) {
+void OnednnPlan::runProfiled(std::size_t& i, TeamSwitch& team, onednn::LoadSet variant) {
   plan_.stream.wait();
   for (; i < plan_.steps.size(); ++i) {
+    if (!(plan_.steps[i].loads & variant)) continue;
     team.before(plan_.steps[i]);
     const auto t0 = std::chrono::steady_clock::now();
     execute(plan_.steps[i]);

@@ -28,6 +28,12 @@
 
 namespace txl::backend {
 
+// Which steps run on one OpenMP thread (backend/onednn/thread_policy.h):
+// Loaded: those estimated under OnednnOptions::serialBelowNs; Idle: those
+// under idleSerialBelowNs; Auto: per run, whichever of the two has been
+// faster in the latest runs.
+enum class ThreadPolicy { Auto, Idle, Loaded };
+
 struct OnednnOptions {
   // Let matmul choose its weight layout (format `any`) for constant weights and
   // reorder them once at compile time; plain `ba` views of the user's [out, in]
@@ -58,6 +64,12 @@ struct OnednnOptions {
   // team (docs/PERFORMANCE.md, "Threads on a loaded machine"). 0 runs every
   // step on the team.
   double serialBelowNs = 500000;
+  // With ThreadPolicy::Auto, a plan is also lowered with this threshold in
+  // place of serialBelowNs (every step longer than about 20 µs on the team,
+  // right for an idle machine) and each run takes the variant that has been
+  // faster lately (backend/onednn/thread_policy.h).
+  double idleSerialBelowNs = 20000;
+  ThreadPolicy threadPolicy = ThreadPolicy::Auto;
 };
 
 // A oneDNN plan. Every query is CompiledGraph's (hasSteps() is true); the

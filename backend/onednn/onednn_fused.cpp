@@ -315,7 +315,7 @@ bool Lowering::positionTableSuffix(const View& rt, const kernels::RelAttentionAr
 const void* Lowering::packPositionTable(const View& rt, const memory::desc& plainMd, const memory::desc& packedMd) {
   const PackedWeights::Source source{plan_.buffers[rt.buffer].weight, 0};
   auto packed = packs_.get(plan_.ptr(rt) - rt.offset, plainMd, packedMd, plan_.engine, nullptr, &source);
-  plan_.constantBytes += packedMd.get_size();
+  plan_.countShared(packed.get(), packedMd.get_size());
   plan_.packs.push_back(packed);
   return packed->mem.get_data_handle();
 }

@@ -21,7 +21,7 @@ std::shared_ptr<const kernels::Int8Rows> Lowering::int8Weights(const View& w) {
   const PackedWeights::Source source{user, w.offset};
   auto rows = packs_.getInt8(reinterpret_cast<const float*>(plan_.ptr(w)), w.type.shape[0], w.type.shape[1],
                              threadCount(), &source);
-  plan_.constantBytes += rows->size();
+  plan_.countShared(rows.get(), rows->size());
   packedNow_.push_back(w.buffer);
   if (user) packs_.notePacked(*user, w.offset, w.type.bytes());
   return rows;

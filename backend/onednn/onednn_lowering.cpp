@@ -98,10 +98,10 @@ constexpr std::size_t kUnmappedTableBytes = std::size_t(16) << 20;
 
 }  // namespace
 
-bool Lowering::runsSerial(ir::Node n) const {
-  if (opt_.serialBelowNs <= 0 || omp_get_max_threads() == 1) return false;
+bool Lowering::runsSerial(ir::Node n, double belowNs) const {
+  if (belowNs <= 0 || omp_get_max_threads() == 1) return false;
   const double ns = ir::nodeBytes(g_, n) / kBytesPerNs + ir::matrixProductFlops(g_, n) / kFlopsPerNs;
-  return ns < opt_.serialBelowNs;
+  return ns < belowNs;
 }
 
 bool Lowering::isConstant(const View& v) const {
@@ -130,7 +130,7 @@ dnnl::memory Lowering::constantWeights(const View& w, const memory::desc& plainM
   if (wantMd == plainMd) return mem(w, plainMd);
   const PackedWeights::Source source{plan_.buffers[w.buffer].weight, w.offset};
   auto packed = packs_.get(plan_.ptr(w), plainMd, wantMd, plan_.engine, nullptr, &source);
-  plan_.constantBytes += wantMd.get_size();
+  plan_.countShared(packed.get(), wantMd.get_size());
   plan_.packs.push_back(packed);
   packedNow_.push_back(w.buffer);
   if (const ir::Tensor* t = plan_.buffers[w.buffer].weight) {
@@ -449,15 +449,49 @@ PlanOutputs lowerGraph(Plan& plan, const ir::Graph& g, const std::vector<ir::Nod
   return outputs;
 }
 
+// The node is lowered once, or - under ThreadPolicy::Auto, when the two
+// thresholds place it differently - twice: for one thread (the Loaded
+// variant) and for the team (Idle), each run taking one of the two
+// (backend/onednn/thread_policy.h). A node that adds no step (a constant, an
+// alias) is lowered once.
 void Lowering::lower(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased) {
-  const bool serial = runsSerial(n);
+  step_ = step;
+  const bool loaded = runsSerial(n, opt_.serialBelowNs);
+  const bool idle = runsSerial(n, std::min(opt_.idleSerialBelowNs, opt_.serialBelowNs));
+  switch (opt_.threadPolicy) {
+    case ThreadPolicy::Loaded:
+      lowerVariant(n, ops, out, aliased, loaded, kEveryLoad);
+      break;
+    case ThreadPolicy::Idle:
+      lowerVariant(n, ops, out, aliased, idle, kEveryLoad);
+      break;
+    case ThreadPolicy::Auto:
+      if (loaded == idle) {
+        lowerVariant(n, ops, out, aliased, loaded, kEveryLoad);
+      } else {
+        const std::size_t first = plan_.steps.size();
+        lowerVariant(n, ops, out, aliased, loaded, loadBit(Load::Loaded));
+        if (plan_.steps.size() > first) lowerVariant(n, ops, out, aliased, idle, loadBit(Load::Idle));
+        else  // no steps: nothing to run in either variant
+          for (std::size_t i = first; i < plan_.steps.size(); ++i) plan_.steps[i].loads = kEveryLoad;
+      }
+      break;
+  }
+  notePlainReads(ops, aliased);
+}
+
+void Lowering::lowerVariant(ir::Node n, const std::vector<View>& ops, const View& out, bool aliased, bool serial,
+                            LoadSet loads) {
   const std::size_t first = plan_.steps.size();
   {
     OneThread one(serial);
-    lowerNode(n, step, ops, out, aliased);
+    lowerNode(n, step_, ops, out, aliased);
   }
-  for (std::size_t i = first; i < plan_.steps.size(); ++i) plan_.steps[i].serial = plan_.info[i].serial = serial;
-  notePlainReads(ops, aliased);
+  for (std::size_t i = first; i < plan_.steps.size(); ++i) {
+    plan_.steps[i].serial = plan_.info[i].serial = serial;
+    plan_.steps[i].loads = loads;
+    plan_.info[i].everyRun = loads == kEveryLoad;
+  }
 }
 
 void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& ops, const View& out, bool aliased) {

@@ -52,8 +52,12 @@ class Lowering {
   void record(ir::Node n, const char* kind, const std::string& impl);
   bool isConstant(const View& v) const;
   // Whether node `n` runs on one thread: its one-thread time estimated from
-  // ir/node_cost.h is under OnednnOptions::serialBelowNs.
-  bool runsSerial(ir::Node n) const;
+  // ir/node_cost.h is under `belowNs` (OnednnOptions::serialBelowNs or
+  // idleSerialBelowNs) and the team has more than one thread.
+  bool runsSerial(ir::Node n, double belowNs) const;
+  // Lowers `n` for one thread (`serial`) or the team, its steps in variants `loads`.
+  void lowerVariant(ir::Node n, const std::vector<View>& ops, const View& out, bool aliased, bool serial,
+                    LoadSet loads);
   // The weight-packing rule of every matmul over a weight (linear,
   // fused_linear): whether weight `w` is taken in the layout the primitive
   // chooses (format `any`) and packed once per model (constantWeights),

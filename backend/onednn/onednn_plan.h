@@ -11,6 +11,7 @@
 // The phases that fill a plan are in backend/onednn/onednn_phases.h.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,7 @@
 #include "backend/executor.h"
 #include "backend/memory_plan.h"
 #include "backend/onednn/packed_weights.h"
+#include "backend/onednn/thread_policy.h"
 #include "ir/tensor.h"
 
 namespace txl::backend::onednn {
@@ -70,6 +72,7 @@ struct Step {
   std::unordered_map<int, dnnl::memory> args;
   std::function<void()> kernel;  // an own kernel when `primitive` is empty
   bool serial = false;           // lowered for, and run on, one OpenMP thread (OnednnOptions::serialBelowNs)
+  LoadSet loads = kEveryLoad;    // the thread variants whose runs take it (backend/onednn/thread_policy.h)
 };
 
 struct Binding {
@@ -102,6 +105,15 @@ struct Plan {
   std::vector<ArenaValue> arenaValues;
   MemoryPlan memory;  // offsets of the arena values that own their memory
   std::size_t constantBytes = 0;
+
+  // Counts a constant shared with other plans (a pack, int8 rows) in
+  // constantBytes once, however many steps (both thread variants) read it.
+  void countShared(const void* id, std::size_t bytes) {
+    if (std::find(counted.begin(), counted.end(), id) != counted.end()) return;
+    counted.push_back(id);
+    constantBytes += bytes;
+  }
+  std::vector<const void*> counted;  // countShared's ids
 
   char* ptr(const View& v) const { return static_cast<char*>(buffers[v.buffer].ptr) + v.offset; }
   int addBuffer(BufferKind kind, void* ptr = nullptr) {

@@ -69,14 +69,19 @@ std::unique_ptr<CompiledGraph> compareWithReference(const ir::Graph& g, TensorMa
   fillRandom(g, inputs, weights);
   auto refPlan = makeReferenceExecutor()->compile(g, weights);
   const TensorMap want = refPlan->run(inputs);
-  // Every step on the thread team, then every step on one thread (serial
-  // small steps: the primitives are created for one thread).
+  // Every step in both thread variants (ThreadPolicy::Auto), whose first
+  // three runs take the loaded, idle and loaded variant
+  // (backend/onednn/thread_policy.h), then every step on the thread team,
+  // then every step on one thread (serial small steps: the primitives are
+  // created for one thread); the last plan is returned.
   std::unique_ptr<CompiledGraph> plan;
-  for (const double serialBelowNs : {0.0, 1e18}) {
+  for (const double serialBelowNs : {-1.0, 0.0, 1e18}) {
     OnednnOptions options;
-    options.serialBelowNs = serialBelowNs;
+    options.threadPolicy = serialBelowNs < 0 ? ThreadPolicy::Auto : ThreadPolicy::Loaded;
+    options.serialBelowNs = serialBelowNs < 0 ? 1e18 : serialBelowNs;
+    options.idleSerialBelowNs = 0;
     plan = makeOnednnExecutor(options)->compile(g, weights);
-    for (int round = 0; round < 2; ++round) {  // a second run must give the same answer
+    for (int round = 0; round < 3; ++round) {  // later runs must give the same answer
       INFO("serialBelowNs " << serialBelowNs);
       const TensorMap& got = plan->run(inputs);
       REQUIRE(got.size() == want.size());

@@ -27,13 +27,13 @@ namespace {
 // Every field of driver::Setting, in declaration order. settingFieldsAreListed
 // binds each field to a name: it stops compiling when a field is added or
 // removed, and the list here must follow (and docs/DRIVER.md with it).
-const std::vector<std::string> kSettingFields = {"batch",      "qlen",          "memLen",  "clampLen",
-                                                 "sameLength", "initialMemory", "threads", "backend",
-                                                 "precision",  "pipeline",      "resolved"};
+const std::vector<std::string> kSettingFields = {"batch",      "qlen",          "memLen",   "clampLen",
+                                                 "sameLength", "initialMemory", "threads",  "threadPolicy",
+                                                 "backend",    "precision",     "pipeline", "resolved"};
 
 [[maybe_unused]] void settingFieldsAreListed(const Setting& s) {
-  [[maybe_unused]] const auto& [batch, qlen, memLen, clampLen, sameLength, initialMemory, threads, backend, precision,
-                                pipeline, resolved] = s;
+  [[maybe_unused]] const auto& [batch, qlen, memLen, clampLen, sameLength, initialMemory, threads, threadPolicy,
+                                backend, precision, pipeline, resolved] = s;
 }
 
 // The field names of the table under "## The setting" in docs/DRIVER.md:

@@ -78,3 +78,53 @@ TEST_CASE("without a file the lines go to the stream as they are flushed") {
   sink.commit();
   CHECK(s.str() == "a\n");
 }
+
+TEST_CASE("FILE belongs to one run: a second sink on it is refused before anything is read or truncated") {
+  const fs::path d = freshDir("lock");
+  const std::string out = (d / "out.jsonl").string();
+  std::ofstream(out + ".partial") << "{\"id\":1}\n";
+  DocumentSink first(out, nullptr);
+  CHECK(first.earlier() == "{\"id\":1}\n");
+  CHECK_THROWS_WITH(DocumentSink(out, nullptr), Catch::Contains("found it locked by another run"));
+  CHECK(readTextFile(out + ".partial") == "{\"id\":1}\n");
+  fs::remove_all(d);
+}
+
+TEST_CASE("commit renames only the file the run wrote") {
+  const fs::path d = freshDir("replaced");
+  const std::string out = (d / "out.jsonl").string();
+  DocumentSink sink(out, "", nullptr);
+  sink.line("{\"id\":1}");
+  sink.flush();
+  std::ofstream(d / "planted") << "planted\n";
+  fs::rename(d / "planted", out + ".partial");
+  CHECK_THROWS_WITH(sink.commit(),
+                    Catch::Contains("expected the file this run wrote, found another file in its place"));
+  CHECK_FALSE(fs::exists(out));
+  CHECK(readTextFile(out + ".partial") == "planted\n");
+  fs::remove_all(d);
+}
+
+TEST_CASE("the output limit fails the flush that would pass it, not the commit") {
+  const fs::path d = freshDir("limit");
+  const std::string out = (d / "out.jsonl").string();
+  DocumentSink sink(out, nullptr, 20);
+  sink.start("");
+  sink.line("0123456789");
+  sink.flush();
+  sink.line("0123456789");
+  CHECK_THROWS_WITH(sink.flush(), Catch::Contains("the lines would pass 20 bytes"));
+  CHECK(readTextFile(out + ".partial") == "0123456789\n");
+  fs::remove_all(d);
+}
+
+TEST_CASE("a sink that never started leaves no FILE.partial it created") {
+  const fs::path d = freshDir("unstarted");
+  const std::string out = (d / "out.jsonl").string();
+  { DocumentSink sink(out, nullptr); }
+  CHECK_FALSE(fs::exists(out + ".partial"));
+  std::ofstream(out + ".partial") << "kept\n";
+  { DocumentSink sink(out, nullptr); }
+  CHECK(readTextFile(out + ".partial") == "kept\n");
+  fs::remove_all(d);
+}

@@ -167,6 +167,35 @@ TEST_CASE("documents: the prefix an earlier output holds", "[documents]") {
   CHECK(j["bits_per_token"].get<double>() == Approx((0.1 + 0.2) / 4 / std::log(2.0)));
 }
 
+TEST_CASE("documents: a JSON line past the bounds is refused as it is parsed, naming the line", "[documents]") {
+  const std::string deep = "{\"id\": " + std::string(100000, '[') + std::string(100000, ']') + ", \"text\": \"ab\"}\n";
+  CHECK_THROWS_WITH(parseDocuments("{\"text\": \"ab\"}\n" + deep, "d.jsonl", DocumentFormat::Auto),
+                    "d.jsonl: line 2: JSON nested deeper than 64 levels, expected at most 64");
+  std::string wide = "{\"id\": [0";
+  for (std::size_t k = 0; k < kMaxJsonLineValues; ++k) wide += ",0";
+  CHECK_THROWS_WITH(parseDocuments(wide + "], \"text\": \"ab\"}", "d.jsonl", DocumentFormat::JsonLines),
+                    Catch::StartsWith("d.jsonl: line 1: more than 1048576 JSON values"));
+  const std::string big = "{\"id\": \"" + std::string(kMaxIdBytes, 'a') + "\", \"text\": \"ab\"}";
+  CHECK_THROWS_WITH(parseDocuments(big, "d.jsonl", DocumentFormat::JsonLines),
+                    "d.jsonl: line 1: an \"id\" of 4098 bytes as JSON, expected at most 4096");
+  const std::string longLine = "{\"text\": \"" + std::string(kMaxJsonLineBytes, 'a') + "\"}";
+  CHECK_THROWS_WITH(
+      parseDocuments(longLine, "d.jsonl", DocumentFormat::JsonLines),
+      "d.jsonl: line 1: a JSON line of " + std::to_string(longLine.size()) + " bytes, expected at most 67108864");
+  // 64 levels and an id of 4096 bytes are within the bounds; plain lines are never parsed as JSON.
+  const std::string ok = "{\"id\": " + std::string(63, '[') + std::string(63, ']') + ", \"text\": \"ab\"}";
+  CHECK(parseDocuments(ok, "d.jsonl", DocumentFormat::JsonLines)[0].error.empty());
+  CHECK(parseDocuments(deep, "d.txt", DocumentFormat::Lines).size() == 1);
+  // An earlier output is held to the same bounds.
+  const auto docs = parseDocuments("a\n", "c.txt", DocumentFormat::Lines);
+  CHECK_THROWS_WITH(completedPrefix(deep, docs, "o.jsonl"), Catch::StartsWith("o.jsonl: line 1: JSON nested deeper"));
+  // The fingerprint tells corpora apart, the same corpus read twice alike.
+  CHECK(corpusFingerprint(docs) == corpusFingerprint(parseDocuments("a\n", "c.txt", DocumentFormat::Lines)));
+  CHECK(corpusFingerprint(docs) != corpusFingerprint(parseDocuments("b\n", "c.txt", DocumentFormat::Lines)));
+  CHECK(corpusFingerprint(parseDocuments("ab\n", "c.txt", DocumentFormat::Lines)) !=
+        corpusFingerprint(parseDocuments("a\nb\n", "c.txt", DocumentFormat::Lines)));
+}
+
 TEST_CASE("distributed: a launcher is seen in the environment; alone, one process", "[distributed]") {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) ::unsetenv(name);
   CHECK(launcherSize() == 0);

@@ -236,6 +236,15 @@ TEST_CASE("pickle: nesting, stack, memo and sizes are bounded", "[pickle]") {
   for (int i = 0; i < 1000; ++i) copies.global("collections", "Counter").get(0).tuple(1).reduce().op('0');
   copies.stop();
   CHECK_THAT(errorOf(copies, tinyCells), Catch::Contains("REDUCE: the pickle builds more than 10000 values"));
+  // ... and in proportion to the pickle's size, so that memory follows the file's size.
+  pickle::Policy perByte = containers();
+  perByte.limits.cellsPerByte = 1;
+  perByte.limits.maxCellsSlack = 0;
+  CHECK_THAT(errorOf(copies, perByte), Catch::Contains("values and container slots (the limit for its " +
+                                                       std::to_string(copies.bytes.size()) + " bytes: 1 a byte)"));
+  pickle::Policy fewValues = containers();
+  fewValues.limits.maxValues = 50;
+  CHECK_THAT(errorOf(copies, fewValues), Catch::Contains("the pickle makes more than 50 values (the limit)"));
 }
 
 TEST_CASE("pickle: a list that contains itself is made, and described without recursing", "[pickle]") {

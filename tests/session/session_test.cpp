@@ -358,3 +358,47 @@ TEST_CASE("session: a stream moved between sessions of batch 1 and 2 goes on as 
         CHECK_THROWS_AS(pair.loadStream(0, pair.saveState()), txl::Error);  // a batch-2 state is not one stream's
       }
 }
+
+TEST_CASE("session: copyStream moves the rows loadStream(saveStream()) would, at every precision", "[session]") {
+  for (const std::string precision : {"f32", "bf16"})
+    for (const std::string form : {"kv", "hidden"}) {
+      INFO(precision << ", " << form);
+      const frontend::ModelSpec spec = tinySpec(8);
+      const driver::Model model = driver::modelFrom(spec, frontend::randomWeights(spec, 7));
+      const auto compiled = [&](std::int64_t batch) {
+        driver::Setting s = driver::defaultSetting(model);
+        s.precision = driver::parsePrecision(precision, "precision");
+        if (form == "hidden") s.pipeline.memory = ir::MemoryForm::Hidden;
+        driver::resolvePipeline(s);
+        s.batch = batch;
+        s.qlen = 3;
+        return driver::compile(model, s);
+      };
+      auto one = compiled(1), two = compiled(2);
+      std::mt19937 rng(9);
+      backend::Session alone(one), viaState(two), viaCopy(two);
+      for (std::int64_t len : {2, 3}) {
+        const ir::Tensor tokens = randomIds(rng, len, 1, 37);
+        alone.forward(tokens, nullptr, false);
+      }
+      const ir::Tensor pairTokens = randomIds(rng, 3, 2, 37);
+      for (backend::Session* s : {&viaState, &viaCopy})
+        for (int k = 0; k < 4; ++k) s->forward(pairTokens, nullptr, false);
+      viaState.loadStream(1, alone.saveState());
+      viaCopy.copyStream(1, alone, 0);
+      CHECK(viaCopy.streamMlen(1) == alone.mlen());
+      for (std::int64_t b : {0, 1}) {
+        const ir::TensorMap x = viaState.saveStream(b), y = viaCopy.saveStream(b);
+        for (const auto& [name, t] : x) CHECK(std::memcmp(y.at(name).raw(), t.raw(), t.bytes()) == 0);
+      }
+      backend::Session back(one);  // and out of the pool again
+      back.copyStream(0, viaCopy, 1);
+      const ir::TensorMap x = back.saveState(), y = alone.saveState();
+      for (const auto& [name, t] : y) CHECK(std::memcmp(x.at(name).raw(), t.raw(), t.bytes()) == 0);
+      CHECK_THROWS_AS(viaCopy.copyStream(2, alone, 0), txl::Error);
+    }
+  // Sessions whose slots differ (another memory form) are refused.
+  auto kv = tinyModel("onednn", "kv", "empty", 1, 3), hidden = tinyModel("onednn", "hidden", "empty", 2, 3);
+  backend::Session a(kv), b(hidden);
+  CHECK_THROWS_AS(b.copyStream(0, a, 0), txl::Error);
+}

@@ -10,6 +10,10 @@
 #              rank, leaves no output file; --resume then equals an uninterrupted run
 #   hang       rank 1 stopped (SIGSTOP): rank 0 gives up after --rank-timeout with
 #              one line naming rank 1, exit 5, no output file
+#   disagree   ranks given different models, corpora, texts or options (mpirun's
+#              MPMD form, one command line per rank): every rank stops before
+#              scoring, exit 3, one txlc line from rank 0 naming rank 1 and what
+#              differs, no output file
 #   interrupt  SIGTERM to mpirun midway (as a Ctrl-C or a scheduler ends a job): the
 #              ranks stop, rank 0 writes the summary marked interrupted and keeps
 #              FILE.partial with the lines complete in order; --resume then equals
@@ -127,6 +131,37 @@ kill | hang)
   totals "$T/s.json" | grep -v -e '"scored"' -e '"resumed"' > "$T/a"
   totals "$T/s3.json" | grep -v -e '"scored"' -e '"resumed"' > "$T/b"
   same "$T/a" "$T/b"
+  ;;
+disagree)
+  corpus kjv-char 40 "$T/a.txt"
+  sed 's/e/E/g' "$T/a.txt" > "$T/b.txt"
+  # two RANK0_ARGS -- RANK1_ARGS... PATTERN: one rank's command line each.
+  two() {
+    pattern=$1; shift
+    "$MPIRUN" --oversubscribe --bind-to none "$@" > "$T/out" 2> "$T/err"
+    code=$?
+    [ "$code" -eq 3 ] || fail "exit $code, expected 3: $(head -c 800 "$T/err")"
+    [ "$(grep -c '^txlc:' "$T/err")" -eq 1 ] || fail "expected one txlc line: $(cat "$T/err")"
+    grep -q "^txlc: error: rank 1 of 2: $pattern, expected rank 0's [0-9a-f]* (every rank must be given the same model, input and options)\$" "$T/err" ||
+      fail "expected /$pattern/: $(cat "$T/err")"
+    [ -e "$T/o.jsonl" ] && fail "an output file"
+    [ -e "$T/o.jsonl.partial" ] && fail "a FILE.partial"
+    grep '^txlc:' "$T/err"
+  }
+  two 'model content hash [0-9a-f]*' \
+    -np 1 "$TXLC" score "$M/kjv-char" --documents "$T/a.txt" -o "$T/o.jsonl" : \
+    -np 1 "$TXLC" score "$M/kjv-words" --documents "$T/a.txt" -o "$T/o.jsonl"
+  two 'input fingerprint [0-9a-f]*' \
+    -np 1 "$TXLC" score "$M/kjv-char" --documents "$T/a.txt" -o "$T/o.jsonl" : \
+    -np 1 "$TXLC" score "$M/kjv-char" --documents "$T/b.txt" -o "$T/o.jsonl"
+  two 'fingerprint of the options that change results [0-9a-f]*' \
+    -np 1 "$TXLC" score "$M/kjv-char" --documents "$T/a.txt" --qlen 32 -o "$T/o.jsonl" : \
+    -np 1 "$TXLC" score "$M/kjv-char" --documents "$T/a.txt" --qlen 16 -o "$T/o.jsonl"
+  # One text cut into streams: another text on rank 1 (of another length).
+  head -c 6000 "$M/kjv-char/valid.txt" > "$T/t1.txt"
+  head -c 5000 "$M/kjv-char/valid.txt" > "$T/t2.txt"
+  two 'input fingerprint [0-9a-f]*' \
+    -np 1 "$TXLC" score "$M/kjv-char" "$T/t1.txt" --batch 2 : -np 1 "$TXLC" score "$M/kjv-char" "$T/t2.txt" --batch 2
   ;;
 interrupt)
   for i in 1 2 3 4 5 6 7 8; do cut -c1-60 "$M/kjv-char/valid.txt"; done > "$T/big.txt"

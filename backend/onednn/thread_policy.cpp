@@ -1,0 +1,44 @@
+// backend/onednn/thread_policy.cpp - ThreadChoice: the variant of each run
+// from the medians of earlier runs' wall times.
+#include "backend/onednn/thread_policy.h"
+
+#include <algorithm>
+
+namespace txl::backend::onednn {
+
+namespace {
+Load other(Load l) { return l == Load::Idle ? Load::Loaded : Load::Idle; }
+}  // namespace
+
+double ThreadChoice::estimate(Load l) const {
+  const Times& t = times_[static_cast<int>(l)];
+  const int n = std::min(t.count, 3);
+  if (n == 0) return 0;
+  std::array<double, 3> v = t.last;
+  std::sort(v.begin(), v.begin() + n);
+  return n == 2 ? (v[0] + v[1]) / 2 : v[n / 2];
+}
+
+Load ThreadChoice::next() {
+  if (!adaptive_) return fixed_;
+  const std::int64_t run = runs_++;
+  // Run 0 is cold (first touches of the arena, caches); then each variant twice, alternated.
+  if (run < kSeedRuns) return run == 0 ? Load::Loaded : (run % 2 ? Load::Idle : Load::Loaded);
+  const double idle = estimate(Load::Idle), loaded = estimate(Load::Loaded);
+  const Load best = idle <= loaded ? Load::Idle : Load::Loaded;
+  const double ratio = std::max(idle, loaded) / std::max(std::min(idle, loaded), 1e-12);
+  if (++sinceProbe_ > (ratio > kFarRatio ? kProbeEveryFar : kProbeEvery)) {
+    sinceProbe_ = 0;
+    return other(best);
+  }
+  return best;
+}
+
+void ThreadChoice::observe(Load l, double seconds) {
+  if (!adaptive_ || runs_ <= 1) return;  // the cold run tells nothing about the variant
+  Times& t = times_[static_cast<int>(l)];
+  t.last[static_cast<std::size_t>(t.count % 3)] = seconds;
+  ++t.count;
+}
+
+}  // namespace txl::backend::onednn
