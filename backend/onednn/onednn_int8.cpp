@@ -65,7 +65,7 @@ void Lowering::lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const V
     const PackedWeights::Source source{user, w.offset};
     auto packed =
         packs_.getInt8Vnni(reinterpret_cast<const float*>(plan_.ptr(w)), w.type.shape[0], k, threadCount(), &source);
-    plan_.constantBytes += packed->size();
+    plan_.countShared(packed.get(), packed->size());
     packedNow_.push_back(w.buffer);
     if (user) packs_.notePacked(*user, w.offset, w.type.bytes());
     addKernel(n, "txl:int8_linear:vnni",
