@@ -49,6 +49,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include "backend/platform.h"
@@ -77,6 +78,13 @@ constexpr I kMaxHeads = detail::kRowsMaxHeads;
 constexpr I kAhead = 1;  // groups of keys ahead that a group's rows are prefetched
 constexpr I kChunk =
     128;  // keys per task of a phase: a multiple of 32, fixed (the sums' order does not depend on the threads)
+// Streams whose chunks one task of a phase takes in turn, per group of keys:
+// a window holds key j of every stream side by side ([positions, batch,
+// heads, d]), so a task that reads one stream's rows alone reads one part
+// in every `batch` (1 KB in 8 KB at enwik8's batch 8), a stride the
+// hardware prefetchers do not follow across pages; taking the group's rows
+// of several streams in turn reads them in address order.
+constexpr I kStreamsPerTask = 4;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 #define TXL_ROWS __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
@@ -141,28 +149,67 @@ TXL_ROWS_INLINE __m512 reduce16(const __m512 (&a)[16]) {
   return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(e0, e1)), _mm512_castpd_ps(_mm512_unpackhi_pd(e0, e1)));
 }
 
+// One head's sums over a chunk's keys in phase 2.
+struct HeadSums {
+  __m512 o[2][2][2];  // [set][half][lo, hi]
+  __m512 l, m;
+};
+
+// std::allocator of a vector type is not sure to align it in a translation
+// unit compiled without AVX-512 (its alignment is an attribute that a
+// template argument may lose): the scratch's vectors of zmm use this one.
+template <class T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <class U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(64)); }
+  bool operator==(const Aligned64&) const { return true; }
+};
+template <class T>
+using AlignedVector = std::vector<T, Aligned64<T>>;
+
+// A running max of phase 1, per head.
+struct HeadMax {
+  __m512 v;
+};
+
+// The q rows of one (stream, head) as bf16 pairs: qu, then qv.
+struct QueryPairs {
+  __m512i u[2], v[2];
+};
+
 // Per call, in the calling thread's scratch (the team shares it): per
 // stream b its row's key range, per (b, head) the row's scores of those
 // keys, and per (b, head, chunk) the chunk's max, sum and O.
 struct Scratch {
-  std::vector<KeyRange> range;  // [batch]
-  std::vector<float> scores;    // [batch, heads, stride]
-  std::vector<float> chunkMax;  // [batch, heads, chunks]
-  std::vector<float> chunkSum;  // [batch, heads, chunks]
-  std::vector<float> chunkO;    // [batch, heads, chunks, 4 x 16]: O in the unpacks' order (Accumulators)
-  I stride = 0, chunks = 0;
+  std::vector<KeyRange> range;      // [batch]
+  AlignedVector<QueryPairs> query;  // [batch, heads]
+  std::vector<float> scores;        // [batch, heads, stride]
+  std::vector<float> chunkMax;      // [batch, heads, chunks]
+  std::vector<float> chunkSum;      // [batch, heads, chunks]
+  std::vector<float> chunkO;        // [batch, heads, chunks, 4 x 16]: O in the unpacks' order (Accumulators)
+  AlignedVector<HeadMax> maxes;     // [tasks, streams per task, heads]: phase 1's running maxima
+  AlignedVector<HeadSums> sums;     // [tasks, streams per task, heads]: phase 2's running sums
+  I stride = 0, chunks = 0, blocks = 0;
 
   void size(I batch, I heads, I keys) {
     stride = (keys + 31) / 32 * 32;
     chunks = (keys + kChunk - 1) / kChunk;
+    blocks = (batch + kStreamsPerTask - 1) / kStreamsPerTask;
     const auto grow = [](auto& v, I n) {
       if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
     };
     grow(range, batch);
+    grow(query, batch * heads);
     grow(scores, batch * heads * stride);
     grow(chunkMax, batch * heads * chunks);
     grow(chunkSum, batch * heads * chunks);
     grow(chunkO, batch * heads * chunks * 64);
+    grow(maxes, chunks * blocks * kStreamsPerTask * heads);
+    grow(sums, chunks * blocks * kStreamsPerTask * heads);
   }
 };
 
@@ -185,8 +232,25 @@ Chunk chunkAt(const Scratch& sc, I t) {
 // Phase 1 of row i on a chunk: per head the scaled, masked scores of its
 // keys, and their max. Per 16 keys every head in turn, so that the keys'
 // and positions' rows (every head's, contiguous) are read in address order.
+// Phase 0 of row i for stream b: its qu and qv rows as bf16 pairs, per head.
 template <int Halves>
-TXL_ROWS void chunkScores(const Call& c, Scratch& sc, I i, const Chunk& ch) {
+TXL_ROWS void queryPairs(const Call& c, Scratch& sc, I i, I b) {
+  const RelAttentionArgs& a = *c.a;
+  const float* qu = a.qu + i * a.quStrides.pos + b * a.quStrides.batch;
+  const float* qv = a.qv + i * a.qvStrides.pos + b * a.qvStrides.batch;
+  for (I h = 0; h < c.heads; ++h) {
+    QueryPairs& q = sc.query[b * c.heads + h];
+    pairsOf<Halves>(qu + h * a.quStrides.head, c.d, q.u);
+    pairsOf<Halves>(qv + h * a.qvStrides.head, c.d, q.v);
+  }
+}
+
+// Phase 1 of row i on the 16 keys from j0 of a chunk: per head the scaled,
+// masked scores, and mx[h] = max(mx[h], them). Every head in turn, so that
+// the keys' and positions' rows (every head's, contiguous) are read in
+// address order.
+template <int Halves>
+TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0, HeadMax* mx) {
   const RelAttentionArgs& a = *c.a;
   const KeyRange& r = sc.range[ch.b];
   const I shift = c.q - 1 - i;
@@ -194,17 +258,9 @@ TXL_ROWS void chunkScores(const Call& c, Scratch& sc, I i, const Chunk& ch) {
   const float* pad = a.pad ? a.pad + ch.b * c.keys : nullptr;
   const __m512 negInf = _mm512_set1_ps(kNegInf), zero = _mm512_setzero_ps(), scale = _mm512_set1_ps(a.scale);
   const auto* keys = static_cast<const std::uint16_t*>(a.k) + ch.b * a.kStrides.batch;
-  const float* qu = a.qu + i * a.quStrides.pos + ch.b * a.quStrides.batch;
-  const float* qv = a.qv + i * a.qvStrides.pos + ch.b * a.qvStrides.batch;
-  __m512i quh[kMaxHeads][2], qvh[kMaxHeads][2];
-  __m512 mx[kMaxHeads];
-  for (I h = 0; h < c.heads; ++h) {
-    pairsOf<Halves>(qu + h * a.quStrides.head, c.d, quh[h]);
-    pairsOf<Halves>(qv + h * a.qvStrides.head, c.d, qvh[h]);
-    mx[h] = negInf;
-  }
+  const QueryPairs* query = sc.query.data() + ch.b * c.heads;
   float* s = sc.scores.data() + ch.b * c.heads * sc.stride;  // key j of head h at s[h * stride + j - first]
-  for (I j0 = ch.j1; j0 < ch.j2; j0 += 16) {
+  {
     __mmask16 ok = laneMask(ch.j2 - j0);
     if (pad) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, pad + j0), zero, _CMP_EQ_OQ);
     if (!r.band) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, maskRow + j0), zero, _CMP_EQ_OQ);
@@ -224,21 +280,19 @@ TXL_ROWS void chunkScores(const Call& c, Scratch& sc, I i, const Chunk& ch) {
         loadRow<Halves>(c, kh + j * a.kStrides.pos, x);
         __m512 dot = _mm512_setzero_ps();
         for (int half = 0; half < Halves; ++half)
-          dot = _mm512_dpbf16_ps(dot, (__m512bh)quh[h][half], (__m512bh)x[half]);
+          dot = _mm512_dpbf16_ps(dot, (__m512bh)query[h].u[half], (__m512bh)x[half]);
         if (j + shift < c.keys) {
           loadRow<Halves>(c, rh + (j + shift) * a.rt.step, x);
           for (int half = 0; half < Halves; ++half)
-            dot = _mm512_dpbf16_ps(dot, (__m512bh)qvh[h][half], (__m512bh)x[half]);
+            dot = _mm512_dpbf16_ps(dot, (__m512bh)query[h].v[half], (__m512bh)x[half]);
         }
         acc[slot] = dot;
       }
       const __m512 sv = _mm512_mask_mov_ps(negInf, ok, _mm512_mul_ps(reduce16(acc), scale));
       _mm512_storeu_ps(s + h * sc.stride + (j0 - r.first), sv);
-      mx[h] = _mm512_max_ps(mx[h], sv);
+      mx[h].v = _mm512_max_ps(mx[h].v, sv);
     }
   }
-  for (I h = 0; h < c.heads; ++h)
-    sc.chunkMax[(ch.b * c.heads + h) * sc.chunks + ch.index] = _mm512_reduce_max_ps(mx[h]);
 }
 
 // O += p_j v_j + p_{j+1} v_{j+1}, pp = the pair (p_j, p_{j+1}) in bf16 and
@@ -256,27 +310,44 @@ TXL_ROWS_INLINE void accumulatePair(const __m512i (&a)[2], const __m512i (&b)[2]
 // keys, its sum, and its O = Σ p v; per 32 keys every head in turn (the
 // values' rows in address order). Two sets of accumulators per head take
 // alternate key pairs, so that two chains of pair products run.
-template <int Halves>
-TXL_ROWS void chunkValues(const Call& c, Scratch& sc, const Chunk& ch) {
-  const RelAttentionArgs& a = *c.a;
+// Phase 2's sums of one head over a chunk, before its first key: zero, and
+// the row's max over all chunks.
+TXL_ROWS void startSums(const Scratch& sc, const Chunk& ch, I heads, HeadSums* sums) {
   const KeyRange& r = sc.range[ch.b];
-  const __m512 negInf = _mm512_set1_ps(kNegInf);
-  const __m512i none = _mm512_setzero_si512();
-  const auto* values = static_cast<const std::uint16_t*>(a.v) + ch.b * a.vStrides.batch;
-  struct HeadSums {
-    __m512 o[2][2][2];  // [set][half][lo, hi]
-    __m512 l, m;
-  };
-  HeadSums sums[kMaxHeads];
-  for (I h = 0; h < c.heads; ++h) {
-    const float* maxes = sc.chunkMax.data() + (ch.b * c.heads + h) * sc.chunks;
+  for (I h = 0; h < heads; ++h) {
+    const float* maxes = sc.chunkMax.data() + (ch.b * heads + h) * sc.chunks;
     sums[h].m = _mm512_set1_ps(*std::max_element(maxes, maxes + chunksOf(r)));
     sums[h].l = _mm512_setzero_ps();
     for (auto& set : sums[h].o)
       for (auto& half : set)
         for (__m512& x : half) x = _mm512_setzero_ps();
   }
-  for (I g = ch.j1; g < ch.j2; g += 32) {
+}
+
+// Phase 2's sums of every head after the chunk's last key, into the buffer.
+TXL_ROWS void endSums(Scratch& sc, const Chunk& ch, I heads, const HeadSums* sums) {
+  for (I h = 0; h < heads; ++h) {
+    const I at = (ch.b * heads + h) * sc.chunks + ch.index;
+    sc.chunkSum[at] = _mm512_reduce_add_ps(sums[h].l);
+    float* chunkO = sc.chunkO.data() + at * 64;
+    for (int half = 0; half < 2; ++half)
+      for (int z = 0; z < 2; ++z)
+        _mm512_storeu_ps(chunkO + 32 * half + 16 * z, _mm512_add_ps(sums[h].o[0][half][z], sums[h].o[1][half][z]));
+  }
+}
+
+// Phase 2 of row i on the 32 keys from g of a chunk: per head p = exp(s -
+// max) over them, added to its sum l and to its O = Σ p v; every head in
+// turn (the values' rows in address order). Two sets of accumulators per
+// head take alternate key pairs, so that two chains of pair products run.
+template <int Halves>
+TXL_ROWS void groupValues(const Call& c, Scratch& sc, const Chunk& ch, I g, HeadSums* sums) {
+  const RelAttentionArgs& a = *c.a;
+  const KeyRange& r = sc.range[ch.b];
+  const __m512 negInf = _mm512_set1_ps(kNegInf);
+  const __m512i none = _mm512_setzero_si512();
+  const auto* values = static_cast<const std::uint16_t*>(a.v) + ch.b * a.vStrides.batch;
+  {
     const I count = std::min<I>(32, ch.j2 - g);
     for (I h = 0; h < c.heads; ++h) {
       HeadSums& hs = sums[h];
@@ -300,14 +371,6 @@ TXL_ROWS void chunkValues(const Call& c, Scratch& sc, const Chunk& ch) {
         accumulatePair<Halves>(x, y, _mm512_set1_epi32(static_cast<int>(pairs[e / 2])), hs.o[(e / 2) & 1]);
       }
     }
-  }
-  for (I h = 0; h < c.heads; ++h) {
-    const I at = (ch.b * c.heads + h) * sc.chunks + ch.index;
-    sc.chunkSum[at] = _mm512_reduce_add_ps(sums[h].l);
-    float* chunkO = sc.chunkO.data() + at * 64;
-    for (int half = 0; half < 2; ++half)
-      for (int z = 0; z < 2; ++z)
-        _mm512_storeu_ps(chunkO + 32 * half + 16 * z, _mm512_add_ps(sums[h].o[0][half][z], sums[h].o[1][half][z]));
   }
 }
 
@@ -347,6 +410,50 @@ TXL_ROWS void writeRow(const Call& c, const Scratch& sc, I i, I b, I h) {
     }
 }
 
+// Task t of phase 1 (rows()): chunk index t / blocks for the streams of
+// block t % blocks, per group of 16 keys each stream in turn.
+template <int Halves>
+TXL_ROWS void scoresTask(const Call& c, Scratch& sc, I i, I t) {
+  const I index = t / sc.blocks, first = t % sc.blocks * kStreamsPerTask;
+  const I last = std::min(first + kStreamsPerTask, c.batch);
+  HeadMax* mx = sc.maxes.data() + t * kStreamsPerTask * c.heads;  // [stream of the block, head]
+  I groups = 0;
+  for (I b = first; b < last; ++b) {
+    const Chunk ch = chunkAt(sc, b * sc.chunks + index);
+    groups = std::max(groups, (ch.j2 - ch.j1 + 15) / 16);
+    for (I h = 0; h < c.heads; ++h) mx[(b - first) * c.heads + h].v = _mm512_set1_ps(kNegInf);
+  }
+  for (I n = 0; n < groups; ++n)
+    for (I b = first; b < last; ++b)
+      if (const Chunk ch = chunkAt(sc, b * sc.chunks + index); ch.j1 + 16 * n < ch.j2)
+        groupScores<Halves>(c, sc, i, ch, ch.j1 + 16 * n, mx + (b - first) * c.heads);
+  for (I b = first; b < last; ++b)
+    if (const Chunk ch = chunkAt(sc, b * sc.chunks + index); ch.j1 < ch.j2)
+      for (I h = 0; h < c.heads; ++h)
+        sc.chunkMax[(b * c.heads + h) * sc.chunks + index] = _mm512_reduce_max_ps(mx[(b - first) * c.heads + h].v);
+}
+
+// Task t of phase 2, as scoresTask's, per group of 32 keys.
+template <int Halves>
+TXL_ROWS void valuesTask(const Call& c, Scratch& sc, I t) {
+  const I index = t / sc.blocks, first = t % sc.blocks * kStreamsPerTask;
+  const I last = std::min(first + kStreamsPerTask, c.batch);
+  HeadSums* sums = sc.sums.data() + t * kStreamsPerTask * c.heads;  // [stream of the block, head]
+  I groups = 0;
+  for (I b = first; b < last; ++b) {
+    const Chunk ch = chunkAt(sc, b * sc.chunks + index);
+    groups = std::max(groups, (ch.j2 - ch.j1 + 31) / 32);
+    if (ch.j1 < ch.j2) startSums(sc, ch, c.heads, sums + (b - first) * c.heads);
+  }
+  for (I n = 0; n < groups; ++n)
+    for (I b = first; b < last; ++b)
+      if (const Chunk ch = chunkAt(sc, b * sc.chunks + index); ch.j1 + 32 * n < ch.j2)
+        groupValues<Halves>(c, sc, ch, ch.j1 + 32 * n, sums + (b - first) * c.heads);
+  for (I b = first; b < last; ++b)
+    if (const Chunk ch = chunkAt(sc, b * sc.chunks + index); ch.j1 < ch.j2)
+      endSums(sc, ch, c.heads, sums + (b - first) * c.heads);
+}
+
 template <int Halves>
 void rows(const Call& c, Scratch& sc) {
   const RelAttentionArgs& a = *c.a;
@@ -358,13 +465,15 @@ void rows(const Call& c, Scratch& sc) {
       if (sa.pad) sa.pad += b * c.keys;
       sc.range[b] = detail::unmaskedKeyRange(sa, i);
     }
-    // Tasks of chunks past a stream's range do nothing.
+#pragma omp for schedule(static)
+    for (I b = 0; b < c.batch; ++b) queryPairs<Halves>(c, sc, i, b);
+      // A task is (chunk index, block of kStreamsPerTask streams): per group
+      // of keys, the group of each stream of the block in turn (kStreamsPerTask).
+      // Chunks past a stream's range are empty.
 #pragma omp for schedule(dynamic)
-    for (I t = 0; t < c.batch * sc.chunks; ++t)
-      if (const Chunk ch = chunkAt(sc, t); ch.j1 < ch.j2) chunkScores<Halves>(c, sc, i, ch);
+    for (I t = 0; t < sc.chunks * sc.blocks; ++t) scoresTask<Halves>(c, sc, i, t);
 #pragma omp for schedule(dynamic)
-    for (I t = 0; t < c.batch * sc.chunks; ++t)
-      if (const Chunk ch = chunkAt(sc, t); ch.j1 < ch.j2) chunkValues<Halves>(c, sc, ch);
+    for (I t = 0; t < sc.chunks * sc.blocks; ++t) valuesTask<Halves>(c, sc, t);
 #pragma omp for schedule(static)
     for (I t = 0; t < c.batch * c.heads; ++t) writeRow(c, sc, i, t / c.heads, t % c.heads);
   }

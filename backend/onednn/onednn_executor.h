@@ -69,6 +69,13 @@ struct OnednnOptions {
   // right for an idle machine) and each run takes the variant that has been
   // faster lately (backend/onednn/thread_policy.h).
   double idleSerialBelowNs = 20000;
+  // Linears over int8 weights with more than one row quantize their
+  // activations per row and run txl:int8_linear:vnni (u8 x s8 pair sums on
+  // AVX512-VNNI, backend/kernels/int8_vnni.h) instead of txl:int8_linear's
+  // f32 activations. Off: its rounding of the activations takes three int8
+  // conformance cases just past their documented bound (docs/PRECISION.md,
+  // "The kernels"), and the bound has not been revised.
+  bool int8Activations = false;
   ThreadPolicy threadPolicy = ThreadPolicy::Auto;
 };
 

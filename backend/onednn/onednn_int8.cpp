@@ -58,7 +58,8 @@ void Lowering::lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const V
   };
   // The kernel is chosen by the row count (fixed per plan) and the CPU, so a
   // plan always runs the same arithmetic (docs/PRECISION.md, "The kernels").
-  if (count > kernels::kInt8VnniMaxRowsWidened && k <= kernels::kInt8VnniMaxK && platform().avx512Vnni) {
+  if (opt_.int8Activations && count > kernels::kInt8VnniMaxRowsWidened && k <= kernels::kInt8VnniMaxK &&
+      platform().avx512Vnni) {
     TXL_CHECK(w.quantized && w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
               "int8 rows of " + w.type.str());
     const ir::Tensor* user = plan_.buffers[w.buffer].weight;
