@@ -410,48 +410,55 @@ TXL_ROWS void writeRow(const Call& c, const Scratch& sc, I i, I b, I h) {
     }
 }
 
-// Task t of phase 1 (rows()): chunk index t / blocks for the streams of
-// block t % blocks, per group of 16 keys each stream in turn.
+// Task t of a phase (rows()): chunk index t / blocks for the streams
+// [first, last) of block t % blocks.
+struct Task {
+  I index, first, last;
+  Task(const Scratch& sc, I batch, I t)
+      : index(t / sc.blocks), first(t % sc.blocks * kStreamsPerTask), last(std::min(first + kStreamsPerTask, batch)) {}
+  Chunk chunk(const Scratch& sc, I b) const { return chunkAt(sc, b * sc.chunks + index); }
+  // f(chunk, stream's place in the block, first key) for every group of
+  // `keys` keys of the task's chunks: group by group, each stream in turn.
+  template <class F>
+  void byGroups(const Scratch& sc, I keys, F f) const {
+    I groups = 0;
+    for (I b = first; b < last; ++b) {
+      const Chunk ch = chunk(sc, b);
+      groups = std::max(groups, (ch.j2 - ch.j1 + keys - 1) / keys);
+    }
+    for (I n = 0; n < groups; ++n)
+      for (I b = first; b < last; ++b)
+        if (const Chunk ch = chunk(sc, b); ch.j1 + keys * n < ch.j2) f(ch, b - first, ch.j1 + keys * n);
+  }
+};
+
+// Phase 1's task t, per group of 16 keys.
 template <int Halves>
 TXL_ROWS void scoresTask(const Call& c, Scratch& sc, I i, I t) {
-  const I index = t / sc.blocks, first = t % sc.blocks * kStreamsPerTask;
-  const I last = std::min(first + kStreamsPerTask, c.batch);
+  const Task task(sc, c.batch, t);
   HeadMax* mx = sc.maxes.data() + t * kStreamsPerTask * c.heads;  // [stream of the block, head]
-  I groups = 0;
-  for (I b = first; b < last; ++b) {
-    const Chunk ch = chunkAt(sc, b * sc.chunks + index);
-    groups = std::max(groups, (ch.j2 - ch.j1 + 15) / 16);
-    for (I h = 0; h < c.heads; ++h) mx[(b - first) * c.heads + h].v = _mm512_set1_ps(kNegInf);
-  }
-  for (I n = 0; n < groups; ++n)
-    for (I b = first; b < last; ++b)
-      if (const Chunk ch = chunkAt(sc, b * sc.chunks + index); ch.j1 + 16 * n < ch.j2)
-        groupScores<Halves>(c, sc, i, ch, ch.j1 + 16 * n, mx + (b - first) * c.heads);
-  for (I b = first; b < last; ++b)
-    if (const Chunk ch = chunkAt(sc, b * sc.chunks + index); ch.j1 < ch.j2)
+  for (I x = 0; x < (task.last - task.first) * c.heads; ++x) mx[x].v = _mm512_set1_ps(kNegInf);
+  task.byGroups(sc, 16,
+                [&](const Chunk& ch, I place, I j0) { groupScores<Halves>(c, sc, i, ch, j0, mx + place * c.heads); });
+  for (I b = task.first; b < task.last; ++b)
+    if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2)
       for (I h = 0; h < c.heads; ++h)
-        sc.chunkMax[(b * c.heads + h) * sc.chunks + index] = _mm512_reduce_max_ps(mx[(b - first) * c.heads + h].v);
+        sc.chunkMax[(b * c.heads + h) * sc.chunks + task.index] =
+            _mm512_reduce_max_ps(mx[(b - task.first) * c.heads + h].v);
 }
 
-// Task t of phase 2, as scoresTask's, per group of 32 keys.
+// Phase 2's task t, per group of 32 keys.
 template <int Halves>
 TXL_ROWS void valuesTask(const Call& c, Scratch& sc, I t) {
-  const I index = t / sc.blocks, first = t % sc.blocks * kStreamsPerTask;
-  const I last = std::min(first + kStreamsPerTask, c.batch);
+  const Task task(sc, c.batch, t);
   HeadSums* sums = sc.sums.data() + t * kStreamsPerTask * c.heads;  // [stream of the block, head]
-  I groups = 0;
-  for (I b = first; b < last; ++b) {
-    const Chunk ch = chunkAt(sc, b * sc.chunks + index);
-    groups = std::max(groups, (ch.j2 - ch.j1 + 31) / 32);
-    if (ch.j1 < ch.j2) startSums(sc, ch, c.heads, sums + (b - first) * c.heads);
-  }
-  for (I n = 0; n < groups; ++n)
-    for (I b = first; b < last; ++b)
-      if (const Chunk ch = chunkAt(sc, b * sc.chunks + index); ch.j1 + 32 * n < ch.j2)
-        groupValues<Halves>(c, sc, ch, ch.j1 + 32 * n, sums + (b - first) * c.heads);
-  for (I b = first; b < last; ++b)
-    if (const Chunk ch = chunkAt(sc, b * sc.chunks + index); ch.j1 < ch.j2)
-      endSums(sc, ch, c.heads, sums + (b - first) * c.heads);
+  for (I b = task.first; b < task.last; ++b)
+    if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2)
+      startSums(sc, ch, c.heads, sums + (b - task.first) * c.heads);
+  task.byGroups(sc, 32,
+                [&](const Chunk& ch, I place, I g) { groupValues<Halves>(c, sc, ch, g, sums + place * c.heads); });
+  for (I b = task.first; b < task.last; ++b)
+    if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2) endSums(sc, ch, c.heads, sums + (b - task.first) * c.heads);
 }
 
 template <int Halves>

@@ -11,22 +11,14 @@
 #include "backend/onednn/onednn_executor.h"
 #include "frontend/model_loader.h"
 #include "driver/compile.h"
+#include "tests/bench/spec_case.h"
 
 namespace {
 
 using namespace txl;
 
-struct Case {
-  const char* spec;
-  std::int64_t batch, qlen, memLen;
-  bool nll;
-};
-
-ir::Tensor ids(std::int64_t qlen, std::int64_t batch, std::int64_t n, std::mt19937_64& rng) {
-  ir::Tensor t = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
-  for (auto& v : t.span<std::int64_t>()) v = std::int64_t(rng() % std::uint64_t(n));
-  return t;
-}
+using Case = txl::testing::SpecCase;
+using txl::testing::randomIds;
 
 // Runs segments until the memory is full, then one at qlen 1; returns every
 // `ref` step of the plans met, and at bf16 every linear layer's matmul whose
@@ -58,7 +50,8 @@ std::vector<std::string> refSteps(const Case& c, driver::Precision precision = d
     }
   };
   for (std::int64_t q : {c.qlen, c.qlen, c.qlen, std::int64_t(1)}) {
-    ir::Tensor tokens = ids(q, c.batch, m.spec.n_token, rng), targets = ids(q, c.batch, m.spec.n_token, rng);
+    ir::Tensor tokens = randomIds(q, c.batch, m.spec.n_token, rng),
+               targets = randomIds(q, c.batch, m.spec.n_token, rng);
     s.forward(tokens, c.nll ? &targets : nullptr, false);
     check();
   }

@@ -15,23 +15,15 @@
 
 #include "backend/onednn/onednn_executor.h"
 #include "driver/compile.h"
+#include "tests/bench/spec_case.h"
 #include "frontend/model_loader.h"
 
 namespace {
 
 using namespace txl;
 
-struct Case {
-  const char* spec;
-  std::int64_t batch, qlen, memLen;
-  bool nll;
-};
-
-ir::Tensor ids(std::int64_t qlen, std::int64_t batch, std::int64_t n, std::mt19937_64& rng) {
-  ir::Tensor t = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
-  for (auto& v : t.span<std::int64_t>()) v = std::int64_t(rng() % std::uint64_t(n));
-  return t;
-}
+using Case = txl::testing::SpecCase;
+using txl::testing::randomIds;
 
 // Every output of every segment (segments of qlen until the memory is
 // full, then two of qlen 1) under `policy`, bytes appended in order.
@@ -51,7 +43,8 @@ std::vector<char> outputs(const driver::Model& dm, const Case& c, driver::Precis
       bytes.insert(bytes.end(), static_cast<const char*>(t->raw()), static_cast<const char*>(t->raw()) + t->bytes());
   };
   for (std::int64_t q : {c.qlen, c.qlen, c.qlen, std::int64_t(1), std::int64_t(1)}) {
-    const ir::Tensor tokens = ids(q, c.batch, dm.spec.n_token, rng), targets = ids(q, c.batch, dm.spec.n_token, rng);
+    const ir::Tensor tokens = randomIds(q, c.batch, dm.spec.n_token, rng),
+                     targets = randomIds(q, c.batch, dm.spec.n_token, rng);
     const backend::ForwardResult r = s.forward(tokens, c.nll ? &targets : nullptr, false);
     keep(r.hidden);
     keep(r.nll);
