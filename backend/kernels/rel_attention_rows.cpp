@@ -14,31 +14,36 @@
 // block), which the prefetchers do not follow.
 //
 // Algorithm, per query row i, in three phases on the OpenMP team (each
-// phase's tasks are (stream b, chunk of 128 keys of the row's range
-// [first, last], rel_attention_keys.h), every head within a task, so that a
-// task reads whole key, value and position rows in address order):
-//   1. Scores, per 16 keys every head in turn: per key one accumulator of
-//      pair products (vdpbf16ps) qu_i · k_j + qv_i · r_p, p = j + q - 1 - i
-//      (the relative shift as an index; r_p = 0 for p >= k), straight from
-//      the rows in memory: a bf16 row of d <= 64 is one or two zmm of pairs,
-//      vdpbf16ps's operand, and qu_i, qv_i are rounded to bf16 pairs once.
-//      The 16 accumulators reduce to one vector of 16 scores (reduce16; the
-//      keys are loaded in the order that leaves key n in lane n). Scale;
-//      masked keys and pad to -inf; stored in the call's score buffer
-//      ([batch, heads, keys], the calling thread's Scratch); the chunk's max
-//      per head. The next 16 keys' rows are prefetched.
-//   2. Per 32 keys every head in turn: p = exp(s - max) with the row's max
-//      over all chunks (0 where masked), l += p, p rounded to bf16 pairs
-//      (keys 2m, 2m + 1), and O += p V as pair products against two value
-//      rows interleaved by 16-bit unpacks. The unpacks permute d within
-//      each 128-bit lane, the same way for every key: O stays in that order.
-//      The chunk's l and O per head go to the buffer.
+// phase's tasks are (chunk of 128 keys of the row's range [first, last],
+// rel_attention_keys.h, block of up to 4 streams), the streams of a block in
+// turn per group of keys; within a group every key's rows of every head in
+// turn, the order the window holds them ([positions, batch, heads, d]), so
+// that a task reads long runs in address order, which the hardware
+// prefetchers follow):
+//   1. Scores, per group of 32 keys, 16 (key, head) items at a time: per
+//      item one accumulator of pair products (vdpbf16ps) qu_i · k_j + qv_i ·
+//      r_p, p = j + q - 1 - i (the relative shift as an index; r_p = 0 for
+//      p >= k), straight from the rows in memory: a bf16 row of d <= 64 is
+//      one or two zmm of pairs, vdpbf16ps's operand, and qu_i, qv_i are
+//      rounded to bf16 pairs once. The 16 accumulators reduce to one vector
+//      of 16 scores (reduce16; the items are loaded in the order that leaves
+//      item n in lane n). Scale; masked keys and pad to -inf; stored key by
+//      key in the call's score buffer ([batch, keys, heads], the calling
+//      thread's Scratch). Then the chunk's max per head.
+//   2. Per group of 32 keys: p = exp(s - max) per (key, head), with the
+//      head's max over all chunks (0 where masked), l += p key by key, p
+//      rounded to bf16 pairs of keys (2m, 2m + 1); then, four heads at a
+//      time with their O in registers, key pair by key pair, O += p V as
+//      pair products against two value rows interleaved by 16-bit unpacks.
+//      The unpacks permute d within each 128-bit lane, the same way for
+//      every key: O stays in that order. The chunk's l and O per head go to
+//      the buffer.
 //   3. Per (stream, head): l and O summed over the chunks in order, O put
 //      back in d's order, out_i = O / l, or NaN where every key is masked.
 // Chunks have a fixed size, so the sums' order, and the result, do not
-// depend on the thread count.
+// depend on the thread count or on the other streams of the batch.
 //
-// Blocks of 16 and 32 keys start at the row's first unmasked key, so keys
+// Groups of 32 keys start at the row's first unmasked key, so keys
 // prepended with pad = 1 (a padded warm-up plan) change no bit of the result,
 // and keys before it are never read (their V may hold NaN). The roundings
 // are those of the block-wise pair path (qu, qv, the position table and the
@@ -75,7 +80,11 @@ using detail::KeyRange;
 
 constexpr I kMaxD = 64;
 constexpr I kMaxHeads = detail::kRowsMaxHeads;
-constexpr I kAhead = 1;  // groups of keys ahead that a group's rows are prefetched
+
+// Keys per group of phase 1 (a whole number of 16 items for any head
+// count): long runs of each stream's rows, which the hardware prefetchers
+// follow (software prefetches fill the miss buffers the loads need).
+constexpr I kGroupKeys = 32;
 constexpr I kChunk =
     128;  // keys per task of a phase: a multiple of 32, fixed (the sums' order does not depend on the threads)
 // Streams whose chunks one task of a phase takes in turn, per group of keys:
@@ -114,11 +123,6 @@ TXL_ROWS_INLINE void loadRow(const Call& c, const std::uint16_t* row, __m512i (&
   for (int h = 0; h < Halves; ++h) x[h] = _mm512_maskz_loadu_epi16(c.cols[h], row + 32 * h);
 }
 
-// The cache lines of one head's bf16 row (d elements) into L1.
-TXL_ROWS_INLINE void prefetchRow(const std::uint16_t* row, I d) {
-  for (I x = 0; x < 2 * d; x += 64) _mm_prefetch(reinterpret_cast<const char*>(row) + x, _MM_HINT_T0);
-}
-
 // f32 row (d elements) as bf16 pairs, 0 beyond d.
 template <int Halves>
 TXL_ROWS_INLINE void pairsOf(const float* row, I d, __m512i (&x)[2]) {
@@ -149,10 +153,10 @@ TXL_ROWS_INLINE __m512 reduce16(const __m512 (&a)[16]) {
   return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(e0, e1)), _mm512_castpd_ps(_mm512_unpackhi_pd(e0, e1)));
 }
 
-// One head's sums over a chunk's keys in phase 2.
-struct HeadSums {
-  __m512 o[2][2][2];  // [set][half][lo, hi]
-  __m512 l, m;
+// One head's O over a chunk's keys in phase 2, in the unpacks' order
+// (accumulatePair): [half][lo, hi].
+struct HeadO {
+  __m512 o[2][2];
 };
 
 // std::allocator of a vector type is not sure to align it in a translation
@@ -171,31 +175,37 @@ struct Aligned64 {
 template <class T>
 using AlignedVector = std::vector<T, Aligned64<T>>;
 
-// A running max of phase 1, per head.
-struct HeadMax {
-  __m512 v;
-};
-
 // The q rows of one (stream, head) as bf16 pairs: qu, then qv.
 struct QueryPairs {
   __m512i u[2], v[2];
 };
 
-// Per call, in the calling thread's scratch (the team shares it): per
-// stream b its row's key range, per (b, head) the row's scores of those
-// keys, and per (b, head, chunk) the chunk's max, sum and O.
-struct Scratch {
-  std::vector<KeyRange> range;      // [batch]
-  AlignedVector<QueryPairs> query;  // [batch, heads]
-  std::vector<float> scores;        // [batch, heads, stride]
-  std::vector<float> chunkMax;      // [batch, heads, chunks]
-  std::vector<float> chunkSum;      // [batch, heads, chunks]
-  std::vector<float> chunkO;        // [batch, heads, chunks, 4 x 16]: O in the unpacks' order (Accumulators)
-  AlignedVector<HeadMax> maxes;     // [tasks, streams per task, heads]: phase 1's running maxima
-  AlignedVector<HeadSums> sums;     // [tasks, streams per task, heads]: phase 2's running sums
-  I stride = 0, chunks = 0, blocks = 0;
+// Phase 2's running max and sum of one stream over a chunk, per head.
+struct StreamSums {
+  float m[kMaxHeads], l[kMaxHeads];
+};
 
-  void size(I batch, I heads, I keys) {
+// Per call, in the calling thread's scratch (the team shares it): per
+// stream b its row's key range, its row's scores of those keys key by key
+// ([key, head]: the order the window holds them), and per (b, head, chunk)
+// the chunk's max, sum and O; per item of a group of keys (item t is head
+// t % heads of key t / heads) the key and head it reads.
+struct Scratch {
+  std::vector<KeyRange> range;         // [batch]
+  AlignedVector<QueryPairs> query;     // [batch, heads]
+  std::vector<float> scores;           // [batch, stride, heads]
+  std::vector<float> chunkMax;         // [batch, heads, chunks]
+  std::vector<float> chunkSum;         // [batch, heads, chunks]
+  std::vector<float> chunkO;           // [batch, heads, chunks, 4 x 16]: O in the unpacks' order (HeadO)
+  AlignedVector<HeadO> o;              // [tasks, streams per task, heads]: phase 2's running O
+  std::vector<StreamSums> sums;        // [tasks, streams per task]: phase 2's max and running sum
+  std::vector<std::int32_t> itemKey;   // [items + 16]: the key of item t in its group, from 0
+  std::vector<std::int32_t> itemHead;  // [items + 16]: the head of item t
+  std::vector<I> keyOffset;            // [items]: item t's key row from the group's first (elements)
+  std::vector<I> tableOffset;          // [items]: item t's position row from the group's first (elements)
+  I stride = 0, chunks = 0, blocks = 0, heads = 0;
+
+  void size(I batch, I h, I keys) {
     stride = (keys + 31) / 32 * 32;
     chunks = (keys + kChunk - 1) / kChunk;
     blocks = (batch + kStreamsPerTask - 1) / kStreamsPerTask;
@@ -203,13 +213,32 @@ struct Scratch {
       if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
     };
     grow(range, batch);
-    grow(query, batch * heads);
-    grow(scores, batch * heads * stride);
-    grow(chunkMax, batch * heads * chunks);
-    grow(chunkSum, batch * heads * chunks);
-    grow(chunkO, batch * heads * chunks * 64);
-    grow(maxes, chunks * blocks * kStreamsPerTask * heads);
-    grow(sums, chunks * blocks * kStreamsPerTask * heads);
+    grow(query, batch * h);
+    grow(scores, batch * stride * h);
+    grow(chunkMax, batch * h * chunks);
+    grow(chunkSum, batch * h * chunks);
+    grow(chunkO, batch * h * chunks * 64);
+    grow(o, chunks * blocks * kStreamsPerTask * h);
+    grow(sums, chunks * blocks * kStreamsPerTask);
+    if (h != heads) {
+      heads = h;
+      itemKey.assign(static_cast<std::size_t>(kGroupKeys * h + 16), 0);
+      itemHead.assign(static_cast<std::size_t>(kGroupKeys * h + 16), 0);
+      for (I t = 0; t < kGroupKeys * h; ++t) {
+        itemKey[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(t / h);
+        itemHead[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(t % h);
+      }
+    }
+  }
+
+  // The items' row offsets for a call's strides.
+  void offsets(const RelAttentionArgs& a) {
+    keyOffset.resize(static_cast<std::size_t>(kGroupKeys * heads));
+    tableOffset.resize(static_cast<std::size_t>(kGroupKeys * heads));
+    for (std::size_t t = 0; t < keyOffset.size(); ++t) {
+      keyOffset[t] = itemKey[t] * a.kStrides.pos + itemHead[t] * a.kStrides.head;
+      tableOffset[t] = itemKey[t] * a.rt.step + itemHead[t] * a.rt.head;
+    }
   }
 };
 
@@ -229,9 +258,6 @@ Chunk chunkAt(const Scratch& sc, I t) {
   return {b, index, j1, std::min(j1 + kChunk, r.last + 1)};
 }
 
-// Phase 1 of row i on a chunk: per head the scaled, masked scores of its
-// keys, and their max. Per 16 keys every head in turn, so that the keys'
-// and positions' rows (every head's, contiguous) are read in address order.
 // Phase 0 of row i for stream b: its qu and qv rows as bf16 pairs, per head.
 template <int Halves>
 TXL_ROWS void queryPairs(const Call& c, Scratch& sc, I i, I b) {
@@ -245,53 +271,77 @@ TXL_ROWS void queryPairs(const Call& c, Scratch& sc, I i, I b) {
   }
 }
 
-// Phase 1 of row i on the 16 keys from j0 of a chunk: per head the scaled,
-// masked scores, and mx[h] = max(mx[h], them). Every head in turn, so that
-// the keys' and positions' rows (every head's, contiguous) are read in
-// address order.
-template <int Halves>
-TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0, HeadMax* mx) {
+// The keys of [j0, j0 + count) (count <= 16) that the row may attend:
+// lane n for key j0 + n.
+TXL_ROWS_INLINE __mmask16 keysOk(const Call& c, const Scratch& sc, I i, I b, I j0, I count) {
   const RelAttentionArgs& a = *c.a;
-  const KeyRange& r = sc.range[ch.b];
-  const I shift = c.q - 1 - i;
-  const float* maskRow = a.mask + i * c.keys;
-  const float* pad = a.pad ? a.pad + ch.b * c.keys : nullptr;
-  const __m512 negInf = _mm512_set1_ps(kNegInf), zero = _mm512_setzero_ps(), scale = _mm512_set1_ps(a.scale);
-  const auto* keys = static_cast<const std::uint16_t*>(a.k) + ch.b * a.kStrides.batch;
+  const __m512 zero = _mm512_setzero_ps();
+  __mmask16 ok = laneMask(count);
+  if (a.pad) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, a.pad + b * c.keys + j0), zero, _CMP_EQ_OQ);
+  if (!sc.range[b].band)
+    ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, a.mask + i * c.keys + j0), zero, _CMP_EQ_OQ);
+  return ok;
+}
+
+// Phase 1 of row i on the keys [j0, j0 + count) of a chunk (count <=
+// kGroupKeys): the scaled, masked score of every (key, head) item, in the
+// window's order (key by key, every head of a key in turn), 16 items at a
+// time, stored key by key. Past the table (Checked: the group's last keys
+// may reach it) r_p = 0.
+template <int Halves, bool Checked>
+TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0) {
+  const RelAttentionArgs& a = *c.a;
+  const I shift = c.q - 1 - i, items = std::min(kGroupKeys, ch.j2 - j0) * c.heads;
+  const __m512 negInf = _mm512_set1_ps(kNegInf), scale = _mm512_set1_ps(a.scale);
+  const __m512i okKeys[2] = {
+      // lane n: key j0 + 16 z + n
+      _mm512_maskz_mov_epi32(keysOk(c, sc, i, ch.b, j0, ch.j2 - j0), _mm512_set1_epi32(-1)),
+      _mm512_maskz_mov_epi32(keysOk(c, sc, i, ch.b, j0 + 16, ch.j2 - j0 - 16), _mm512_set1_epi32(-1))};
+  const auto* keys = static_cast<const std::uint16_t*>(a.k) + ch.b * a.kStrides.batch + j0 * a.kStrides.pos;
+  const auto* table = static_cast<const std::uint16_t*>(a.rt.data) + (j0 + shift) * a.rt.step;
+  const I tableEnd = c.keys - j0 - shift;  // items of keys from this one on read no row
   const QueryPairs* query = sc.query.data() + ch.b * c.heads;
-  float* s = sc.scores.data() + ch.b * c.heads * sc.stride;  // key j of head h at s[h * stride + j - first]
-  {
-    __mmask16 ok = laneMask(ch.j2 - j0);
-    if (pad) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, pad + j0), zero, _CMP_EQ_OQ);
-    if (!r.band) ok = _mm512_mask_cmp_ps_mask(ok, _mm512_maskz_loadu_ps(ok, maskRow + j0), zero, _CMP_EQ_OQ);
-    for (I h = 0; h < c.heads; ++h) {
-      const std::uint16_t* kh = keys + h * a.kStrides.head;
-      const std::uint16_t* rh = static_cast<const std::uint16_t*>(a.rt.data) + h * a.rt.head;
-      if (const I jp = j0 + 16 * kAhead; jp + 16 + shift <= c.keys)  // the rows of a later group
-        for (int n = 0; n < 16; ++n) {
-          prefetchRow(kh + (jp + n) * a.kStrides.pos, c.d);
-          prefetchRow(rh + (jp + n + shift) * a.rt.step, c.d);
-        }
-      __m512 acc[16];
+  const I* keyOffset = sc.keyOffset.data();
+  const I* tableOffset = sc.tableOffset.data();
+  const std::int32_t* itemHead = sc.itemHead.data();
+  const std::int32_t* itemKey = sc.itemKey.data();
+  float* s = sc.scores.data() + (ch.b * sc.stride + (j0 - sc.range[ch.b].first)) * c.heads;
+  for (I t0 = 0; t0 < items; t0 += 16) {
+    __m512 acc[16];
 #pragma GCC unroll 16
-      for (int slot = 0; slot < 16; ++slot) {
-        const I j = std::min(j0 + keyOfSlot(slot), ch.j2 - 1);  // lanes past the chunk: masked below
-        __m512i x[2];
-        loadRow<Halves>(c, kh + j * a.kStrides.pos, x);
-        __m512 dot = _mm512_setzero_ps();
-        for (int half = 0; half < Halves; ++half)
-          dot = _mm512_dpbf16_ps(dot, (__m512bh)query[h].u[half], (__m512bh)x[half]);
-        if (j + shift < c.keys) {
-          loadRow<Halves>(c, rh + (j + shift) * a.rt.step, x);
-          for (int half = 0; half < Halves; ++half)
-            dot = _mm512_dpbf16_ps(dot, (__m512bh)query[h].v[half], (__m512bh)x[half]);
-        }
-        acc[slot] = dot;
+    for (int slot = 0; slot < 16; ++slot) {
+      const I t = std::min(t0 + keyOfSlot(slot), items - 1);  // lanes past the items: not stored
+      const QueryPairs& q = query[itemHead[t]];
+      __m512i x[2];
+      loadRow<Halves>(c, keys + keyOffset[t], x);
+      __m512 dot = _mm512_setzero_ps();
+      for (int half = 0; half < Halves; ++half) dot = _mm512_dpbf16_ps(dot, (__m512bh)q.u[half], (__m512bh)x[half]);
+      if (!Checked || itemKey[t] < tableEnd) {
+        loadRow<Halves>(c, table + tableOffset[t], x);
+        for (int half = 0; half < Halves; ++half) dot = _mm512_dpbf16_ps(dot, (__m512bh)q.v[half], (__m512bh)x[half]);
       }
-      const __m512 sv = _mm512_mask_mov_ps(negInf, ok, _mm512_mul_ps(reduce16(acc), scale));
-      _mm512_storeu_ps(s + h * sc.stride + (j0 - r.first), sv);
-      mx[h].v = _mm512_max_ps(mx[h].v, sv);
+      acc[slot] = dot;
     }
+    const __mmask16 stored = laneMask(items - t0);
+    const __m512i laneKeys = _mm512_loadu_si512(itemKey + t0);  // < 32: lanes 16 on read okKeys[1]
+    const __m512i laneOk = _mm512_permutex2var_epi32(okKeys[0], laneKeys, okKeys[1]);
+    const __mmask16 ok = _mm512_mask_test_epi32_mask(stored, laneOk, laneOk);
+    _mm512_mask_storeu_ps(s + t0, stored, _mm512_mask_mov_ps(negInf, ok, _mm512_mul_ps(reduce16(acc), scale)));
+  }
+}
+
+// The max per head of a chunk's scores (phase 1's result), into chunkMax.
+TXL_ROWS void chunkMaxes(const Call& c, Scratch& sc, const Chunk& ch) {
+  const float* s = sc.scores.data() + (ch.b * sc.stride + (ch.j1 - sc.range[ch.b].first)) * c.heads;
+  for (I h0 = 0; h0 < c.heads; h0 += 16) {
+    const __mmask16 lanes = laneMask(c.heads - h0);
+    __m512 m = _mm512_set1_ps(kNegInf);
+    for (I j = ch.j1; j < ch.j2; ++j, s += c.heads) m = _mm512_max_ps(m, _mm512_maskz_loadu_ps(lanes, s + h0));
+    s -= (ch.j2 - ch.j1) * c.heads;
+    alignas(64) float v[16];
+    _mm512_store_ps(v, m);
+    for (I h = h0; h < std::min(h0 + 16, c.heads); ++h)
+      sc.chunkMax[(ch.b * c.heads + h) * sc.chunks + ch.index] = v[h - h0];
   }
 }
 
@@ -306,71 +356,99 @@ TXL_ROWS_INLINE void accumulatePair(const __m512i (&a)[2], const __m512i (&b)[2]
   }
 }
 
-// Phase 2 of row i on a chunk: per head p = exp(s - max) over the chunk's
-// keys, its sum, and its O = Σ p v; per 32 keys every head in turn (the
-// values' rows in address order). Two sets of accumulators per head take
-// alternate key pairs, so that two chains of pair products run.
-// Phase 2's sums of one head over a chunk, before its first key: zero, and
-// the row's max over all chunks.
-TXL_ROWS void startSums(const Scratch& sc, const Chunk& ch, I heads, HeadSums* sums) {
+// Phase 2's sums of a chunk, before its first key: zero, and the row's max
+// over all chunks, per head.
+TXL_ROWS void startSums(const Scratch& sc, const Chunk& ch, I heads, StreamSums& sums, HeadO* o) {
   const KeyRange& r = sc.range[ch.b];
   for (I h = 0; h < heads; ++h) {
     const float* maxes = sc.chunkMax.data() + (ch.b * heads + h) * sc.chunks;
-    sums[h].m = _mm512_set1_ps(*std::max_element(maxes, maxes + chunksOf(r)));
-    sums[h].l = _mm512_setzero_ps();
-    for (auto& set : sums[h].o)
-      for (auto& half : set)
-        for (__m512& x : half) x = _mm512_setzero_ps();
+    sums.m[h] = *std::max_element(maxes, maxes + chunksOf(r));
+    sums.l[h] = 0.0f;
+    for (auto& half : o[h].o)
+      for (__m512& x : half) x = _mm512_setzero_ps();
   }
 }
 
 // Phase 2's sums of every head after the chunk's last key, into the buffer.
-TXL_ROWS void endSums(Scratch& sc, const Chunk& ch, I heads, const HeadSums* sums) {
+TXL_ROWS void endSums(Scratch& sc, const Chunk& ch, I heads, const StreamSums& sums, const HeadO* o) {
   for (I h = 0; h < heads; ++h) {
     const I at = (ch.b * heads + h) * sc.chunks + ch.index;
-    sc.chunkSum[at] = _mm512_reduce_add_ps(sums[h].l);
+    sc.chunkSum[at] = sums.l[h];
     float* chunkO = sc.chunkO.data() + at * 64;
     for (int half = 0; half < 2; ++half)
-      for (int z = 0; z < 2; ++z)
-        _mm512_storeu_ps(chunkO + 32 * half + 16 * z, _mm512_add_ps(sums[h].o[0][half][z], sums[h].o[1][half][z]));
+      for (int z = 0; z < 2; ++z) _mm512_storeu_ps(chunkO + 32 * half + 16 * z, o[h].o[half][z]);
   }
 }
 
-// Phase 2 of row i on the 32 keys from g of a chunk: per head p = exp(s -
-// max) over them, added to its sum l and to its O = Σ p v; every head in
-// turn (the values' rows in address order). Two sets of accumulators per
-// head take alternate key pairs, so that two chains of pair products run.
-template <int Halves>
-TXL_ROWS void groupValues(const Call& c, Scratch& sc, const Chunk& ch, I g, HeadSums* sums) {
+// O += Σ p v over the key pairs of a group for Heads heads from `head`:
+// key pair by key pair, the heads' value rows in turn (in address order),
+// the heads' O in registers.
+template <int Halves, int Heads>
+TXL_ROWS_INLINE void valuesOfHeads(const Call& c, const std::uint16_t* values, I count,
+                                   const std::uint32_t (*pairs)[kMaxHeads], I head, HeadO* o) {
   const RelAttentionArgs& a = *c.a;
-  const KeyRange& r = sc.range[ch.b];
-  const __m512 negInf = _mm512_set1_ps(kNegInf);
   const __m512i none = _mm512_setzero_si512();
-  const auto* values = static_cast<const std::uint16_t*>(a.v) + ch.b * a.vStrides.batch;
-  {
-    const I count = std::min<I>(32, ch.j2 - g);
-    for (I h = 0; h < c.heads; ++h) {
-      HeadSums& hs = sums[h];
-      const float* s = sc.scores.data() + (ch.b * c.heads + h) * sc.stride;  // key j at s[j - first]
-      alignas(64) std::uint32_t pairs[16];                                   // (p_{2m}, p_{2m+1}) of the 32 keys, bf16
-      __m512 p[2];
-      for (int z = 0; z < 2; ++z) {
-        const __m512 sz = _mm512_mask_loadu_ps(negInf, laneMask(count - 16 * z), s + (g - r.first) + 16 * z);
-        const __mmask16 ok = _mm512_cmp_ps_mask(sz, negInf, _CMP_NEQ_UQ);
-        p[z] = _mm512_maskz_mov_ps(ok, expNonPositive16(_mm512_sub_ps(sz, hs.m)));
-        hs.l = _mm512_add_ps(hs.l, p[z]);
-      }
-      _mm512_store_si512(pairs, (__m512i)_mm512_cvtne2ps_pbh(p[1], p[0]));
-      const std::uint16_t* row = values + h * a.vStrides.head + g * a.vStrides.pos;
-      if (const I jp = g + 32 * kAhead; jp + 32 <= c.keys)
-        for (int n = 0; n < 32; ++n) prefetchRow(values + h * a.vStrides.head + (jp + n) * a.vStrides.pos, c.d);
-      for (I e = 0; e < count; e += 2, row += 2 * a.vStrides.pos) {
-        __m512i x[2], y[2] = {none, none};
-        loadRow<Halves>(c, row, x);
-        if (e + 1 < count) loadRow<Halves>(c, row + a.vStrides.pos, y);
-        accumulatePair<Halves>(x, y, _mm512_set1_epi32(static_cast<int>(pairs[e / 2])), hs.o[(e / 2) & 1]);
-      }
+  __m512 acc[Heads][2][2];
+  for (int x = 0; x < Heads; ++x) std::copy(&o[head + x].o[0][0], &o[head + x].o[0][0] + 4, &acc[x][0][0]);
+  for (I e = 0; e < count; e += 2) {
+    const std::uint16_t* row = values + e * a.vStrides.pos + head * a.vStrides.head;
+    for (int x = 0; x < Heads; ++x, row += a.vStrides.head) {
+      __m512i v0[2], v1[2] = {none, none};
+      loadRow<Halves>(c, row, v0);
+      if (e + 1 < count) loadRow<Halves>(c, row + a.vStrides.pos, v1);
+      accumulatePair<Halves>(v0, v1, _mm512_set1_epi32(static_cast<int>(pairs[e / 2][head + x])), acc[x]);
     }
+  }
+  for (int x = 0; x < Heads; ++x) std::copy(&acc[x][0][0], &acc[x][0][0] + 4, &o[head + x].o[0][0]);
+}
+
+// Phase 2 of row i on the 32 keys from g of a chunk: per (key, head) p =
+// exp(s - max), added to the head's sum l (key by key) and, rounded to bf16
+// pairs of keys (2m, 2m + 1), to its O = Σ p v, four heads at a time.
+template <int Halves>
+TXL_ROWS void groupValues(const Call& c, Scratch& sc, const Chunk& ch, I g, StreamSums& sums, HeadO* o) {
+  const RelAttentionArgs& a = *c.a;
+  const I count = std::min<I>(32, ch.j2 - g);
+  const __m512 negInf = _mm512_set1_ps(kNegInf);
+  // Words 2h, 2h + 1 of the pair of keys (2m, 2m + 1) from p's two rows.
+  alignas(64) static constexpr std::uint16_t interleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                               21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                               11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i order = _mm512_load_si512(interleave);
+  alignas(64) std::uint32_t pairs[16][kMaxHeads];
+  const float* s = sc.scores.data() + (ch.b * sc.stride + (g - sc.range[ch.b].first)) * c.heads;
+  for (I h0 = 0; h0 < c.heads; h0 += 16) {
+    const __mmask16 lanes = laneMask(c.heads - h0);
+    const __m512 m = _mm512_maskz_loadu_ps(lanes, sums.m + h0);
+    __m512 l = _mm512_maskz_loadu_ps(lanes, sums.l + h0);
+    for (I e = 0; e < count; e += 2) {
+      __m512 p[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+      for (I z = 0; z < 2 && e + z < count; ++z) {
+        const __m512 sz = _mm512_mask_loadu_ps(negInf, lanes, s + (e + z) * c.heads + h0);
+        const __mmask16 ok = _mm512_cmp_ps_mask(sz, negInf, _CMP_NEQ_UQ);
+        p[z] = _mm512_maskz_mov_ps(ok, expNonPositive16(_mm512_sub_ps(sz, m)));
+        l = _mm512_add_ps(l, p[z]);
+      }
+      const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(p[1], p[0]);
+      _mm512_storeu_si512(&pairs[e / 2][h0], _mm512_permutexvar_epi16(order, words));
+    }
+    _mm512_mask_storeu_ps(sums.l + h0, lanes, l);
+  }
+  const auto* values = static_cast<const std::uint16_t*>(a.v) + ch.b * a.vStrides.batch + g * a.vStrides.pos;
+  I h = 0;
+  for (; h + 4 <= c.heads; h += 4) valuesOfHeads<Halves, 4>(c, values, count, pairs, h, o);
+  switch (c.heads - h) {
+    case 3:
+      valuesOfHeads<Halves, 3>(c, values, count, pairs, h, o);
+      break;
+    case 2:
+      valuesOfHeads<Halves, 2>(c, values, count, pairs, h, o);
+      break;
+    case 1:
+      valuesOfHeads<Halves, 1>(c, values, count, pairs, h, o);
+      break;
+    default:
+      break;
   }
 }
 
@@ -432,33 +510,33 @@ struct Task {
   }
 };
 
-// Phase 1's task t, per group of 16 keys.
+// Phase 1's task t, per group of keys (a whole number of 16 items).
 template <int Halves>
 TXL_ROWS void scoresTask(const Call& c, Scratch& sc, I i, I t) {
   const Task task(sc, c.batch, t);
-  HeadMax* mx = sc.maxes.data() + t * kStreamsPerTask * c.heads;  // [stream of the block, head]
-  for (I x = 0; x < (task.last - task.first) * c.heads; ++x) mx[x].v = _mm512_set1_ps(kNegInf);
-  task.byGroups(sc, 16,
-                [&](const Chunk& ch, I place, I j0) { groupScores<Halves>(c, sc, i, ch, j0, mx + place * c.heads); });
+  task.byGroups(sc, kGroupKeys, [&](const Chunk& ch, I, I j0) {
+    if (j0 + kGroupKeys + c.q - 1 - i <= c.keys) groupScores<Halves, false>(c, sc, i, ch, j0);
+    else groupScores<Halves, true>(c, sc, i, ch, j0);
+  });
   for (I b = task.first; b < task.last; ++b)
-    if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2)
-      for (I h = 0; h < c.heads; ++h)
-        sc.chunkMax[(b * c.heads + h) * sc.chunks + task.index] =
-            _mm512_reduce_max_ps(mx[(b - task.first) * c.heads + h].v);
+    if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2) chunkMaxes(c, sc, ch);
 }
 
 // Phase 2's task t, per group of 32 keys.
 template <int Halves>
 TXL_ROWS void valuesTask(const Call& c, Scratch& sc, I t) {
   const Task task(sc, c.batch, t);
-  HeadSums* sums = sc.sums.data() + t * kStreamsPerTask * c.heads;  // [stream of the block, head]
+  StreamSums* sums = sc.sums.data() + t * kStreamsPerTask;  // [stream of the block]
+  HeadO* o = sc.o.data() + t * kStreamsPerTask * c.heads;   // [stream of the block, head]
   for (I b = task.first; b < task.last; ++b)
     if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2)
-      startSums(sc, ch, c.heads, sums + (b - task.first) * c.heads);
-  task.byGroups(sc, 32,
-                [&](const Chunk& ch, I place, I g) { groupValues<Halves>(c, sc, ch, g, sums + place * c.heads); });
+      startSums(sc, ch, c.heads, sums[b - task.first], o + (b - task.first) * c.heads);
+  task.byGroups(sc, 32, [&](const Chunk& ch, I place, I g) {
+    groupValues<Halves>(c, sc, ch, g, sums[place], o + place * c.heads);
+  });
   for (I b = task.first; b < task.last; ++b)
-    if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2) endSums(sc, ch, c.heads, sums + (b - task.first) * c.heads);
+    if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2)
+      endSums(sc, ch, c.heads, sums[b - task.first], o + (b - task.first) * c.heads);
 }
 
 template <int Halves>
@@ -501,6 +579,7 @@ void relAttentionRows(const RelAttentionArgs& a) {
   // sessions on several threads each have their own.
   static thread_local Scratch scratch;
   scratch.size(s.batch, s.heads, s.k);
+  scratch.offsets(a);
   if (s.d > 32) rows<2>(c, scratch);
   else rows<1>(c, scratch);
 }
