@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/tools/mpi_test.sh TXLC MODELS_DIR MPIRUN CASE - split runs under mpirun against one process.
+# tests/tools/mpi_test.sh TXLC MODELS_DIR MPIRUN CASE [FAULT_LIB] - split runs under mpirun against one process.
 #
 #   documents  --documents on a corpus made from the bundled validation texts
 #              (both models, error lines included): batch 1 and batch 4 in one
@@ -14,6 +14,12 @@
 #              MPMD form, one command line per rank): every rank stops before
 #              scoring, exit 3, one txlc line from rank 0 naming rank 1 and what
 #              differs, no output file
+#   misbehave  rank 1 sends rank 0 what it should not (tests/tools/mpi_fault.c,
+#              preloaded into rank 1 only): a result twice, another rank's
+#              work, no results, a truncated message; for documents and for
+#              the streams of one text. Every job ends with exit 4 within
+#              60 s, one txlc line from rank 0 naming rank 1, no output file
+#              and no totals: never a mixed result
 #   interrupt  SIGTERM to mpirun midway (as a Ctrl-C or a scheduler ends a job): the
 #              ranks stop, rank 0 writes the summary marked interrupted and keeps
 #              FILE.partial with the lines complete in order; --resume then equals
@@ -23,6 +29,7 @@ TXLC=$1
 M=$2
 MPIRUN=$3
 CASE=$4
+FAULT_LIB=${5:-}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 # Root in containers; oversubscribed 2-core machines; no ptrace-based single copy.
@@ -32,6 +39,28 @@ export OMP_WAIT_POLICY=passive
 mpi() { n=$1; shift; "$MPIRUN" --oversubscribe --bind-to none -np "$n" "$TXLC" "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 same() { cmp -s "$1" "$2" || { echo "FAIL: $1 and $2 differ:"; diff "$1" "$2" | head -5; exit 1; }; }
+# settle JOB SECONDS: waits at most SECONDS for the background mpirun JOB to exit and sets
+# code to its status. Open MPI 4.1's mpirun now and then hangs after an MPI_Abort although
+# every rank has exited (they stay its zombies): then it is killed and code is "hung" (the
+# ranks did their part; mpirun's status is lost). A rank still running after SECONDS fails.
+settle() {
+  k=0
+  while st=$(ps -o stat= -p "$1") && [ "${st#Z}" = "$st" ] && [ "$k" -lt $(($2 * 10)) ]; do
+    sleep 0.1
+    k=$((k + 1))
+  done
+  if st=$(ps -o stat= -p "$1") && [ "${st#Z}" = "$st" ]; then
+    live=$(ps -o stat= --ppid "$1" | grep -vc '^Z')
+    kill -KILL "$1"
+    wait "$1"
+    [ "$live" -eq 0 ] || fail "the job still runs after $2 s: $(head -c 600 "$T/err")"
+    echo "note: mpirun hung after its ranks exited (Open MPI); its exit status is not checked"
+    code=hung
+    return
+  fi
+  wait "$1"
+  code=$?
+}
 # The summary without its timings and its process counts.
 totals() { grep -v -e '"seconds"' -e '_per_second"' -e '"ranks"' "$1"; }
 
@@ -162,6 +191,38 @@ disagree)
   head -c 5000 "$M/kjv-char/valid.txt" > "$T/t2.txt"
   two 'input fingerprint [0-9a-f]*' \
     -np 1 "$TXLC" score "$M/kjv-char" "$T/t1.txt" --batch 2 : -np 1 "$TXLC" score "$M/kjv-char" "$T/t2.txt" --batch 2
+  ;;
+misbehave)
+  [ -n "$FAULT_LIB" ] || fail "misbehave needs the fault library (FAULT_LIB)"
+  corpus kjv-char 240 "$T/docs.txt"
+  head -c 30000 "$M/kjv-char/valid.txt" > "$T/text.txt"
+  # bad INPUT MODE PATTERN: the corpus (docs) or the text (text) with rank 1 preloaded with the
+  # fault MODE; rank 0 must name what rank 1 did (PATTERN, the end of its line).
+  bad() {
+    if [ "$1" = docs ]; then
+      set -- "$2" "$3" score "$M/kjv-char" --documents "$T/docs.txt" --batch 4 --qlen 32 -o "$T/o.jsonl"
+    else
+      set -- "$2" "$3" score "$M/kjv-char" "$T/text.txt" --batch 6 --json
+    fi
+    mode=$1; pattern=$2; shift 2
+    rm -f "$T/o.jsonl" "$T/o.jsonl.partial"
+    "$MPIRUN" --oversubscribe --bind-to none -np 1 "$TXLC" "$@" : \
+      -np 1 env LD_PRELOAD="$FAULT_LIB" TXLC_TEST_MPI_FAULT="$mode" "$TXLC" "$@" > "$T/out" 2> "$T/err" &
+    settle $! 60
+    [ "$code" = hung ] || [ "$code" -eq 4 ] || fail "$mode: exit $code, expected 4: $(head -c 800 "$T/err")"
+    [ "$(grep -c '^txlc:' "$T/err")" -eq 1 ] || fail "$mode: expected one txlc line: $(cat "$T/err")"
+    grep -q "^txlc: rank 0 of 2: internal error at .*$pattern" "$T/err" || fail "$mode: expected /$pattern/: $(cat "$T/err")"
+    [ -e "$T/o.jsonl" ] && fail "$mode: an output file"
+    grep -q 'nll_sum' "$T/out" && fail "$mode: totals on stdout: $(cat "$T/out")"
+    echo "$mode ($code): $(grep '^txlc:' "$T/err" | sed 's/.*(\(.*\))$/\1/')"
+  }
+  bad docs duplicate '(document [0-9]* from rank 1, which is not one of its share still to score)$'
+  bad docs foreign '(document [0-9]* from rank 1, which is not one of its share still to score)$'
+  bad docs drop "(documents without a result after every rank finished, the first: document [0-9]* of rank 1's share)\$"
+  bad text duplicate '(streams \[3, 6) from rank 1, which are not its share \[3, 6) or came twice)$'
+  bad text foreign '(streams \[0, 3) from rank 1, which are not its share \[3, 6) or came twice)$'
+  bad text drop '(rank 1 finished without sending the NLLs of its streams \[3, 6))$'
+  bad text truncate '(a message from another rank is truncated)$'
   ;;
 interrupt)
   for i in 1 2 3 4 5 6 7 8; do cut -c1-60 "$M/kjv-char/valid.txt"; done > "$T/big.txt"
