@@ -37,7 +37,7 @@ class Reader {
   template <typename T>
   std::vector<T> getAll() {
     const auto n = get<std::uint64_t>();
-    TXL_CHECK(pos_ + n * sizeof(T) <= b_.size(), "a message from another rank is truncated");
+    TXL_CHECK(n <= (b_.size() - pos_) / sizeof(T), "a message from another rank is truncated");  // n * size may wrap
     std::vector<T> v(n);
     if (n > 0) std::memcpy(v.data(), b_.data() + pos_, n * sizeof(T));  // an empty vector's data() may be null
     pos_ += n * sizeof(T);

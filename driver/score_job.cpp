@@ -64,8 +64,9 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
   if (streams < ranks)
     throw Error("--batch " + std::to_string(streams) + ": " + std::to_string(ranks) +
                 " ranks share the streams of one text, expected --batch >= " + std::to_string(ranks));
-  // This rank's share: a contiguous run of streams, the first ranks one more.
-  const std::int64_t first = streams * rank / ranks, count = streams * (rank + 1) / ranks - first;
+  // Rank r's share: the streams [shareStart(r), shareStart(r + 1)), a contiguous run, the first ranks one more.
+  const auto shareStart = [&](int r) { return streams * r / ranks; };
+  const std::int64_t first = shareStart(rank), count = shareStart(rank + 1) - first;
   Setting share = setting;
   share.batch = count;
 
@@ -101,12 +102,29 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
   std::vector<double> streamNllSquares(std::size_t(streams), 0.0);
   std::int64_t othersDone = 0;  // tokens the other ranks reported
   double othersNll = 0;         // the sum of their NLLs, for the running estimate
+  // Which ranks sent their share's NLLs: each exactly its own share, once, or
+  // the totals would mix in zeros or another rank's streams.
+  std::vector<bool> shareReceived(std::size_t(ranks), false);
+  const auto shareName = [&](int r) {
+    return "[" + std::to_string(shareStart(r)) + ", " + std::to_string(shareStart(r + 1)) + ")";
+  };
   const auto handle = [&](const Message& msg) {
+    TXL_CHECK(msg.tag == kTagStreams, "an unexpected message from rank " + std::to_string(msg.source));
     const StreamShare s = decodeStreamShare(msg.bytes);
     othersDone += s.predicted;
     othersNll += s.predictedNll;
-    TXL_CHECK(s.first >= 0 && s.first + std::int64_t(s.nll.size()) <= streams && s.nllSquares.size() == s.nll.size(),
-              "a share of streams outside the cut from rank " + std::to_string(msg.source));
+    if (s.nll.empty()) {  // a heartbeat
+      TXL_CHECK(s.nllSquares.empty() && s.perToken.empty(),
+                "a heartbeat with NLLs from rank " + std::to_string(msg.source));
+      return;
+    }
+    const std::size_t from = std::size_t(msg.source);
+    TXL_CHECK(s.first == shareStart(msg.source) && s.first + std::int64_t(s.nll.size()) == shareStart(msg.source + 1) &&
+                  s.nllSquares.size() == s.nll.size() && !shareReceived[from],
+              "streams [" + std::to_string(s.first) + ", " + std::to_string(s.first + std::int64_t(s.nll.size())) +
+                  ") from rank " + std::to_string(msg.source) + ", which are not its share " + shareName(msg.source) +
+                  " or came twice");
+    shareReceived[from] = true;
     TXL_CHECK(
         s.perToken.empty() || (!perToken.empty() && s.perToken.size() == s.nll.size() * std::size_t(streamLength - 1)),
         "per-token NLLs that do not fit the share from rank " + std::to_string(msg.source));
@@ -150,6 +168,9 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
   if (!perToken.empty()) std::copy(r.perToken.begin(), r.perToken.end(), perToken.begin());
   else perToken = std::move(r.perToken);
   while (peers && !peers->allDone()) peers->poll(std::chrono::milliseconds(100), handle);
+  for (int r = 1; r < ranks; ++r)
+    TXL_CHECK(shareReceived[std::size_t(r)],
+              "rank " + std::to_string(r) + " finished without sending the NLLs of its streams " + shareName(r));
   double nllSum = 0, nllSquares = 0;  // the streams in order, as scoreTokens sums them
   for (double s : streamNll) nllSum += s;
   for (double s : streamNllSquares) nllSquares += s;
@@ -464,7 +485,9 @@ DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const
   const std::size_t written = outcomes.size();
   out.signal = interruptedBy();
   const bool interrupted = written < docs.size();
-  TXL_CHECK(!interrupted || out.signal != 0, "documents without a result after every rank finished");
+  TXL_CHECK(!interrupted || out.signal != 0,
+            "documents without a result after every rank finished, the first: document " + std::to_string(written) +
+                " of rank " + std::to_string(share[written]) + "'s share");
   if (!interrupted) out.signal = 0;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (interrupted) sink->stop();

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "driver/rank_messages.h"
@@ -55,4 +56,9 @@ TEST_CASE("does not read a truncated message past its end") {
   std::string batch = encodeDocumentBatch({1, {{0, {2, 1.0}}}});
   batch.resize(batch.size() - 1);
   CHECK_THROWS_AS(decodeDocumentBatch(batch), InternalError);
+  // A length whose byte count wraps past 2^64 (2^61 doubles: 8 * 2^61 = 0 mod 2^64).
+  std::string wraps = encodeStreamShare({0, {}, {}, {}, 0, 0.0});
+  const std::uint64_t n = std::uint64_t{1} << 61;
+  wraps.replace(8, sizeof n, reinterpret_cast<const char*>(&n), sizeof n);
+  CHECK_THROWS_AS(decodeStreamShare(wraps), InternalError);
 }

@@ -16,6 +16,10 @@
 #   checkpoint a 44 KB torch checkpoint whose memo fans one module out to four
 #              million parameter names (hostile_checkpoint.py): import refuses it
 #              with one line as the module walk passes its budget, within 2 GiB
+#   ties       tests/data/checkpoints/hf_tiny's state dict with 20,000 more names
+#              for its first tensor's storage (hostile_checkpoint.py ties): import
+#              succeeds within 60 s and 2 GiB, the ties in one note with their
+#              count (not a note per name), the model as the plain checkpoint's
 set -u
 TXLC=$1
 M=$2
@@ -120,10 +124,37 @@ exclusive)
   echo "ok: $(cat "$T/err")"
   ;;
 checkpoint)
-  /usr/bin/python3 "$(dirname "$0")/hostile_checkpoint.py" "$T/fan.pt" || fail "cannot write the checkpoint"
+  /usr/bin/python3 "$(dirname "$0")/hostile_checkpoint.py" fan "$T/fan.pt" || fail "cannot write the checkpoint"
   expect 3 'fan.pt: fan/data.pkl: module "[0-9]*": the module walk needs more than [0-9]* units (values, views, names), expected at most 8 a byte of the file' \
     import "$T/fan.pt" -o "$T/imported"
   [ -e "$T/imported" ] && fail "import wrote an output"
+  ;;
+ties)
+  hf=$(dirname "$0")/../data/checkpoints/hf_tiny
+  mkdir "$T/ties"
+  cp "$hf/config.json" "$T/ties/"
+  /usr/bin/python3 "$(dirname "$0")/hostile_checkpoint.py" ties "$hf/pytorch_model.bin" "$T/ties/pytorch_model.bin" 20000 ||
+    fail "cannot write the checkpoint"
+  "$TXLC" import "$hf/pytorch_model.bin" -o "$T/plain" 2> "$T/err" || fail "import of $hf: $(cat "$T/err")"
+  start=$(date +%s)
+  timeout 60 /usr/bin/time -f '%M' -o "$T/rss" "$TXLC" import "$T/ties/pytorch_model.bin" -o "$T/imported" \
+    > "$T/out" 2> "$T/err"
+  code=$?
+  took=$(( $(date +%s) - start ))
+  [ "$code" -eq 0 ] || fail "import exited $code after $took s: $(head -c 600 "$T/err")"
+  # The one tie of hf_tiny (its output layer and its embedding) and the 20,000 added.
+  [ "$(wc -l < "$T/err")" -le 3 ] || fail "$(wc -l < "$T/err") lines ($(wc -c < "$T/err") bytes) on stderr: $(head -c 600 "$T/err")"
+  [ "$(wc -c < "$T/err")" -le 600 ] || fail "$(wc -c < "$T/err") bytes on stderr: $(head -c 600 "$T/err")"
+  [ "$(grep -c 'tied\|shares its storage' "$T/err")" -eq 1 ] || fail "expected one note about ties: $(cat "$T/err")"
+  grep -q '^txlc: note: .*/ties/pytorch_model.bin: 20001 tensors share their storage with an earlier one (tied weights), each stored once; the first: ' "$T/err" ||
+    fail "no note with the count of ties: $(cat "$T/err")"
+  grep -q '^txlc: imported 29 tensors ' "$T/err" || fail "expected 29 tensors imported: $(cat "$T/err")"
+  [ ! -s "$T/out" ] || fail "stdout not empty"
+  rss=$(tail -n 1 "$T/rss")
+  [ "$rss" -le 2097152 ] || fail "peak RSS $rss KiB, over 2 GiB"
+  cmp -s "$T/plain/model.safetensors" "$T/imported/model.safetensors" ||
+    fail "the weights differ from the plain checkpoint's"
+  echo "ok ($rss KiB, $took s): $(cat "$T/err")"
   ;;
 *)
   fail "unknown case $CASE"
