@@ -309,8 +309,9 @@ TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0
   for (I t0 = 0; t0 < items; t0 += 16) {
     __m512 acc[16];
 #pragma GCC unroll 16
-    for (int slot = 0; slot < 16; ++slot) {
-      const I t = std::min(t0 + keyOfSlot(slot), items - 1);  // lanes past the items: not stored
+    for (int n = 0; n < 16; ++n) {  // item t0 + n in address order, into the slot of lane n
+      const int slot = 4 * (n % 4) + n / 4;
+      const I t = std::min<I>(t0 + n, items - 1);  // lanes past the items: not stored
       const QueryPairs& q = query[itemHead[t]];
       __m512i x[2];
       loadRow<Halves>(c, keys + keyOffset[t], x);
