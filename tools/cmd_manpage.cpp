@@ -27,12 +27,9 @@ constexpr int kCommonAt = 3;  // a flag this many commands share is a common opt
 std::string roff(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '\\')
-      out += "\\e";
-    else if (c == '-')
-      out += "\\-";
-    else
-      out += c;
+    if (c == '\\') out += "\\e";
+    else if (c == '-') out += "\\-";
+    else out += c;
   }
   if (!out.empty() && (out[0] == '.' || out[0] == '\'')) out = "\\&" + out;
   return out;
@@ -57,7 +54,8 @@ std::string longestName(const CLI::Option& opt) {
 // ".TP" entry head: the names in bold, the value's type in italics.
 std::string optionHead(const CLI::Option& opt) {
   std::string names;
-  for (const std::string& n : opt.get_snames()) names += (names.empty() ? "" : ", ") + ("\\fB" + roff("-" + n) + "\\fR");
+  for (const std::string& n : opt.get_snames())
+    names += (names.empty() ? "" : ", ") + ("\\fB" + roff("-" + n) + "\\fR");
   for (const std::string& n : opt.get_lnames())
     names += (names.empty() ? "" : ", ") + ("\\fB" + roff("--" + n) + "\\fR");
   if (opt.get_type_size() != 0) names += " \\fI" + roff(opt.get_type_name()) + "\\fR";
@@ -96,7 +94,8 @@ std::string manPage(CLI::App& app) {
       sample.emplace(key, opt);
     }
   auto isCommon = [&](const CLI::Option& opt) {
-    return takenBy[longestName(opt) + "\n" + opt.get_type_name() + "\n" + opt.get_description()].size() >= static_cast<std::size_t>(kCommonAt);
+    return takenBy[longestName(opt) + "\n" + opt.get_type_name() + "\n" + opt.get_description()].size() >=
+           static_cast<std::size_t>(kCommonAt);
   };
 
   std::ostringstream s;
@@ -151,16 +150,22 @@ std::string manPage(CLI::App& app) {
     s << ".TP\n" << optionHead(*sample[key]) << "\n" << body(sample[key]->get_description()) << "(" << list << ")\n";
   }
   s << ".SH EXIT STATUS\n"
-    << ".TP\n" << kExitOk << "\nsuccess\n"
-    << ".TP\n" << kExitCheckFailed << "\na check did not pass (conformance)\n"
-    << ".TP\n" << kExitUsage
+    << ".TP\n"
+    << kExitOk << "\nsuccess\n"
+    << ".TP\n"
+    << kExitCheckFailed << "\na check did not pass (conformance)\n"
+    << ".TP\n"
+    << kExitUsage
     << "\na command\\-line mistake: unknown command or flag, missing argument, a value out of range or not "
        "among its choices, flags that exclude each other\n"
-    << ".TP\n" << kExitBadInput
+    << ".TP\n"
+    << kExitBadInput
     << "\nbad input: a missing or malformed model, spec, weights, vocabulary, artifact, state, text or token "
        "file; text outside the vocabulary; a setting the model cannot run\n"
-    << ".TP\n" << kExitInternal << "\nan internal error (a bug in txlc)\n"
-    << ".TP\n" << kExitRankFailed << "\na split run (mpirun) lost a rank\n"
+    << ".TP\n"
+    << kExitInternal << "\nan internal error (a bug in txlc)\n"
+    << ".TP\n"
+    << kExitRankFailed << "\na split run (mpirun) lost a rank\n"
     << ".TP\n128 + \\fIN\\fR\ninterrupted by signal \\fIN\\fR (130: SIGINT, 143: SIGTERM)\n"
     << ".SH ENVIRONMENT\n"
        ".TP\n.B OMP_NUM_THREADS\n"
