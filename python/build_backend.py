@@ -75,7 +75,7 @@ def _build(tag):
         "-DTXLC_PYTHON=ON",
         "-DTXL_BUILD_TESTS=OFF",
         "-DPython_EXECUTABLE=" + sys.executable,
-        "-DTXLC_PYTHON_INSTALL_DIR=" + site,
+        "-DTXLC_INSTALL_PYTHONDIR=" + site,
     ]
     if shutil.which("ninja") and not os.path.exists(os.path.join(build, "CMakeCache.txt")):
         args += ["-G", "Ninja"]
