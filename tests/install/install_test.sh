@@ -1,9 +1,10 @@
 #!/bin/bash
 # tests/install/install_test.sh BUILD SOURCE PYTHON - `cmake --install BUILD --prefix P` into a temporary P, then
-# what a user gets there: P/bin/txlc runs (--version, --help, a short score of the bundled kjv-char model), the man
-# page renders and names every command and flag `txlc --help` lists, the bash completion completes them, the zsh
-# completion lists them (and loads, where zsh is installed), and the module imports from P's site folder with
-# PYTHONPATH (PYTHON empty: built without the module) and copies P/bin/txlc for compile(emit="exe").
+# what a user gets there: P/bin/txlc runs (--version, --help, a short score of the bundled kjv-char model, a
+# standalone executable of it that gives the same figure), the man page renders and names every command and flag
+# `txlc --help` lists, the bash completion completes them, the zsh completion lists them (and loads, where zsh is
+# installed), and the module imports from P's site folder with PYTHONPATH (PYTHON empty: built without the module)
+# and copies P/bin/txlc for compile(emit="exe").
 set -u
 BUILD=$1 SOURCE=$2 PYTHON=${3:-}
 . "$(dirname "$0")/help_names.sh"
@@ -29,6 +30,13 @@ commands=$(help_commands "$TXLC")
 head -c 3000 "$SOURCE/models/kjv-char/valid.txt" >"$work/text.txt"
 "$TXLC" score "$SOURCE/models/kjv-char" "$work/text.txt" --json --threads 1 >"$work/score.json" 2>"$work/score.err" &&
   grep -q '"bits_per_char"' "$work/score.json" || bad "installed txlc score: $(cat "$work/score.err")"
+# A standalone executable made by the installed txlc (its libraries copied beside it) scores the same text.
+mkdir "$work/exe-dir"
+"$TXLC" compile "$SOURCE/models/kjv-char" -o "$work/exe-dir/kjv" --emit exe >/dev/null 2>"$work/compile.err" &&
+  "$work/exe-dir/kjv" score "$work/text.txt" --json --threads 1 >"$work/exe.json" 2>>"$work/compile.err" &&
+  figure=$(grep -o '"bits_per_char": *[0-9.]*' "$work/score.json") && [ -n "$figure" ] &&
+  [ "$(grep -o '"bits_per_char": *[0-9.]*' "$work/exe.json")" = "$figure" ] ||
+  bad "standalone executable of the installed txlc: $(cat "$work/compile.err") $(cat "$work/exe.json")"
 
 # The man page: renders, and each command's section names each of its flags (common ones by name).
 man_src=$P/share/man/man1/txlc.1
