@@ -23,6 +23,7 @@
 #include "python/convert.h"
 #include "python/errors.h"
 #include "python/made_by_txlc.h"
+#include "python/txlc_executable.h"
 
 namespace txl::python {
 
@@ -79,9 +80,7 @@ py::dict compileModel(const std::shared_ptr<PyModel>& pm, const py::object& outp
   asSetting([&] { driver::checkMemoryFits(pm->model.spec, s, pm->model.path); });
   if (emit != "artifact" && emit != "exe")
     throw SettingFailure("--emit: expected 'artifact' or 'exe', got '" + emit + "'");
-  std::string exe = TXLC_EXECUTABLE;
-  if (const char* env = std::getenv("TXLC_EXECUTABLE")) exe = env;
-  if (!txlc.is_none()) exe = fspath(txlc, "txlc");
+  std::string exe = txlc.is_none() ? defaultTxlcExecutable() : fspath(txlc, "txlc");
   if (emit == "exe" && !std::filesystem::exists(exe))
     throw Error("emit='exe': " + exe + ": no such file (the txlc executable to copy; pass txlc=PATH)");
   nlohmann::json summary;
@@ -400,7 +399,8 @@ txlc.InputError for a bad file, txlc.SettingError for a bad setting.)");
 
 Compiles a Model (or the model at a path, opened as load() does) to an
 artifact file (emit='artifact') or a standalone executable (emit='exe': a
-copy of the txlc executable - this build's, $TXLC_EXECUTABLE, or txlc= -
+copy of the txlc executable - txlc=, $TXLC_EXECUTABLE, this build's, the one
+installed beside the module, or txlc on PATH -
 with the artifact appended), as `txlc compile` does, and returns its
 summary (`txlc compile --json`): output, emit, model_id, batch, qlen,
 mem_len, graphs, main_graph_nodes, passes, main_plan_steps,

@@ -16,6 +16,8 @@ packages=(
   pybind11-dev python3-dev            # the Python module (python/)
   python3-numpy python3-pytest        # its arrays and its tests (tests/python/)
   python3-aiohttp                     # the server tests' SSE client and bench/serve_load.py
+  python3-venv python3-pip            # pip install . into a venv (tests/install, docs/PYTHON.md)
+  man-db zsh                          # the install test renders the man page and loads the zsh completion
   libopenmpi-dev openmpi-bin          # split runs under mpirun (optional: CMake's TXLC_MPI builds without it)
   clang-format                        # the format check (scripts/check-format.sh, CI)
 )

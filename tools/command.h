@@ -28,7 +28,8 @@ void registerServe(CLI::App& app, Action& action);  // cmd_serve.cpp
 void registerRun(CLI::App& app, Action& action);
 void registerImport(CLI::App& app, Action& action);      // cmd_import.cpp
 void registerInfo(CLI::App& app, Action& action);        // cmd_info.cpp
-void registerCompletion(CLI::App& app, Action& action);  // cmd_completion.cpp: last, it lists the others
+void registerCompletion(CLI::App& app, Action& action);  // cmd_completion.cpp: after the commands it lists
+void registerManpage(CLI::App& app, Action& action);     // cmd_manpage.cpp: hidden, after the commands it describes
 
 // Options every command that builds graphs shares: --backend, --passes,
 // --disable-pass, --print-after-all, --print-after, --time-passes.

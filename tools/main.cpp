@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   if (!embeddedArtifact()) registerImport(app, action);
   registerInfo(app, action);
   if (!embeddedArtifact()) registerCompletion(app, action);
+  if (!embeddedArtifact()) registerManpage(app, action);
   // An unknown command is named as such: CLI11 would only say that a
   // subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {
