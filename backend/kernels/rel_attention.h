@@ -71,6 +71,10 @@ const char* attentionPathName(const AttentionPath& p);
 struct PositionTable {
   const void* data = nullptr;  // laid out as AttentionPath::table says
   std::int64_t head = 0, step = 0;
+  // Bf16Rows: positions [0, same) hold the rows of position 0, bit for bit
+  // (relative distances at or beyond clamp_len share one position vector),
+  // so the row-wise kernel takes qv · r over them once per head.
+  std::int64_t same = 0;
 };
 
 struct RelAttentionArgs {

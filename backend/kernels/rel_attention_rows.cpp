@@ -29,7 +29,10 @@
 //      of 16 scores (reduce16; the items are loaded in the order that leaves
 //      item n in lane n). Scale; masked keys and pad to -inf; stored key by
 //      key in the call's score buffer ([batch, keys, heads], the calling
-//      thread's Scratch). Then the chunk's max per head.
+//      thread's Scratch). Then the chunk's max per head. Where the table's
+//      first positions hold one row (rt.same: distances clamped at
+//      clamp_len), a group wholly below it reads no position row: qv_i · r
+//      is taken once per (stream, head) and added to the reduced qu_i · k_j.
 //   2. Per group of 32 keys: p = exp(s - max) per (key, head), with the
 //      head's max over all chunks (0 where masked), l += p key by key, p
 //      rounded to bf16 pairs of keys (2m, 2m + 1); then, four heads at a
@@ -193,6 +196,7 @@ struct StreamSums {
 struct Scratch {
   std::vector<KeyRange> range;         // [batch]
   AlignedVector<QueryPairs> query;     // [batch, heads]
+  std::vector<float> sameScore;        // [batch, heads]: qv · r of the positions below rt.same
   std::vector<float> scores;           // [batch, stride, heads]
   std::vector<float> chunkMax;         // [batch, heads, chunks]
   std::vector<float> chunkSum;         // [batch, heads, chunks]
@@ -214,6 +218,7 @@ struct Scratch {
     };
     grow(range, batch);
     grow(query, batch * h);
+    grow(sameScore, batch * h);
     grow(scores, batch * stride * h);
     grow(chunkMax, batch * h * chunks);
     grow(chunkSum, batch * h * chunks);
@@ -268,6 +273,13 @@ TXL_ROWS void queryPairs(const Call& c, Scratch& sc, I i, I b) {
     QueryPairs& q = sc.query[b * c.heads + h];
     pairsOf<Halves>(qu + h * a.quStrides.head, c.d, q.u);
     pairsOf<Halves>(qv + h * a.qvStrides.head, c.d, q.v);
+    if (a.rt.same > 0) {  // the one position row of the clamped distances
+      __m512i x[2];
+      loadRow<Halves>(c, static_cast<const std::uint16_t*>(a.rt.data) + h * a.rt.head, x);
+      __m512 dot = _mm512_setzero_ps();
+      for (int half = 0; half < Halves; ++half) dot = _mm512_dpbf16_ps(dot, (__m512bh)q.v[half], (__m512bh)x[half]);
+      sc.sameScore[b * c.heads + h] = _mm512_reduce_add_ps(dot);
+    }
   }
 }
 
@@ -287,8 +299,9 @@ TXL_ROWS_INLINE __mmask16 keysOk(const Call& c, const Scratch& sc, I i, I b, I j
 // kGroupKeys): the scaled, masked score of every (key, head) item, in the
 // window's order (key by key, every head of a key in turn), 16 items at a
 // time, stored key by key. Past the table (Checked: the group's last keys
-// may reach it) r_p = 0.
-template <int Halves, bool Checked>
+// may reach it) r_p = 0; below rt.same (Same: every key of the group) qv ·
+// r_p is the stream's sameScore of the head, added to the reduced qu · k.
+template <int Halves, bool Checked, bool Same>
 TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0) {
   const RelAttentionArgs& a = *c.a;
   const I shift = c.q - 1 - i, items = std::min(kGroupKeys, ch.j2 - j0) * c.heads;
@@ -305,6 +318,7 @@ TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0
   const I* tableOffset = sc.tableOffset.data();
   const std::int32_t* itemHead = sc.itemHead.data();
   const std::int32_t* itemKey = sc.itemKey.data();
+  const float* sameScore = sc.sameScore.data() + ch.b * c.heads;
   float* s = sc.scores.data() + (ch.b * sc.stride + (j0 - sc.range[ch.b].first)) * c.heads;
   for (I t0 = 0; t0 < items; t0 += 16) {
     __m512 acc[16];
@@ -317,7 +331,7 @@ TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0
       loadRow<Halves>(c, keys + keyOffset[t], x);
       __m512 dot = _mm512_setzero_ps();
       for (int half = 0; half < Halves; ++half) dot = _mm512_dpbf16_ps(dot, (__m512bh)q.u[half], (__m512bh)x[half]);
-      if (!Checked || itemKey[t] < tableEnd) {
+      if (!Same && (!Checked || itemKey[t] < tableEnd)) {
         loadRow<Halves>(c, table + tableOffset[t], x);
         for (int half = 0; half < Halves; ++half) dot = _mm512_dpbf16_ps(dot, (__m512bh)q.v[half], (__m512bh)x[half]);
       }
@@ -327,7 +341,9 @@ TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0
     const __m512i laneKeys = _mm512_loadu_si512(itemKey + t0);  // < 32: lanes 16 on read okKeys[1]
     const __m512i laneOk = _mm512_permutex2var_epi32(okKeys[0], laneKeys, okKeys[1]);
     const __mmask16 ok = _mm512_mask_test_epi32_mask(stored, laneOk, laneOk);
-    _mm512_mask_storeu_ps(s + t0, stored, _mm512_mask_mov_ps(negInf, ok, _mm512_mul_ps(reduce16(acc), scale)));
+    __m512 score = reduce16(acc);
+    if (Same) score = _mm512_add_ps(score, _mm512_i32gather_ps(_mm512_loadu_si512(itemHead + t0), sameScore, 4));
+    _mm512_mask_storeu_ps(s + t0, stored, _mm512_mask_mov_ps(negInf, ok, _mm512_mul_ps(score, scale)));
   }
 }
 
@@ -516,8 +532,10 @@ template <int Halves>
 TXL_ROWS void scoresTask(const Call& c, Scratch& sc, I i, I t) {
   const Task task(sc, c.batch, t);
   task.byGroups(sc, kGroupKeys, [&](const Chunk& ch, I, I j0) {
-    if (j0 + kGroupKeys + c.q - 1 - i <= c.keys) groupScores<Halves, false>(c, sc, i, ch, j0);
-    else groupScores<Halves, true>(c, sc, i, ch, j0);
+    const I shift = c.q - 1 - i;
+    if (j0 + kGroupKeys + shift <= c.a->rt.same) groupScores<Halves, false, true>(c, sc, i, ch, j0);
+    else if (j0 + kGroupKeys + shift <= c.keys) groupScores<Halves, false, false>(c, sc, i, ch, j0);
+    else groupScores<Halves, true, false>(c, sc, i, ch, j0);
   });
   for (I b = task.first; b < task.last; ++b)
     if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2) chunkMaxes(c, sc, ch);

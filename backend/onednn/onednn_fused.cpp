@@ -340,7 +340,11 @@ kernels::PositionTable Lowering::packedPositionTable(const View& rt, const kerne
   const memory::desc plainMd({heads, positions, d}, memory::data_type::f32, {a.rt.head, 1, positions});
   const memory::desc rowsMd({heads, positions, d}, memory::data_type::bf16, {d, heads * d, 1});
   const auto* table = static_cast<const std::uint16_t*>(packPositionTable(rt, plainMd, rowsMd));
-  return {table + lead * heads * d, d, heads * d};
+  // The leading positions whose rows equal position 0's (clamped distances).
+  const std::size_t rowBytes = std::size_t(heads * d) * sizeof(std::uint16_t);
+  std::int64_t same = 1;
+  while (same < positions && std::memcmp(table + same * heads * d, table, rowBytes) == 0) ++same;
+  return {table + lead * heads * d, d, heads * d, std::max<std::int64_t>(0, same - lead)};
 }
 
 void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out) {

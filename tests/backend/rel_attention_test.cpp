@@ -48,6 +48,7 @@ struct Problem {
   std::vector<std::uint32_t> rt2;     // rt in bf16 pairs of d (PositionLayout::Bf16Pairs), for that layout
   std::vector<std::uint16_t> rtRows;  // rt in bf16 rows of positions (PositionLayout::Bf16Rows), for that layout
   I rtLead = 0;                       // rt's rows start with this many unused columns (a suffix of a longer table)
+  I rtSame = 0;                       // Bf16Rows: positions [0, rtSame) hold position 0's rows (PositionTable::same)
   float scale = 0.37f;
 
   I hd() const { return shape.heads * shape.d; }
@@ -76,7 +77,7 @@ struct Problem {
         break;
       case PositionLayout::Bf16Rows:
         REQUIRE(!rtRows.empty());
-        a.rt = {rtRows.data() + rtLead * H * d, d, H * d};
+        a.rt = {rtRows.data() + rtLead * H * d, d, H * d, rtSame};
         break;
     }
     a.mask = mask.data();
@@ -374,6 +375,60 @@ TEST_CASE("rel_attention: bf16 keys and values") {
           REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
         }
       }
+}
+
+TEST_CASE("rel_attention: the row-wise path takes the clamped positions' row once") {
+  // Positions [0, same) hold one row (relative distances at or beyond
+  // clamp_len): with rt.same the kernel adds qv · r once per head to each
+  // key's qu · k, against the reference within the pair products' bound
+  // and against the same rows read key by key within f32 rounding (another
+  // order of the sums); keys prepended with pad = 1, their positions
+  // clamped too, change no bit.
+  std::uint32_t seed = 70;
+  for (const Case& c :
+       {Case{1, 8, 1, 300, 64}, Case{3, 3, 1, 130, 41}, Case{2, 2, 4, 200, 32}, Case{1, 10, 1, 700, 41}})
+    for (bool withPad : {false, true}) {
+      const RelAttentionShape shape{c.batch, c.heads, c.q, c.k, c.d};
+      if (!relAttentionRuns(kRows, shape, true)) return;
+      Problem p = makeProblem(shape, MaskKind::Causal, withPad, seed++);
+      const I same = c.k / 2 + 5;
+      const auto clamp = [](Problem& p, I rows) {  // table rows [0, rtLead + rows) = the last of them, in bf16
+        const I dim = p.shape.k + p.rtLead, last = p.rtLead + rows - 1;
+        for (I row = 0; row < p.shape.heads * p.shape.d; ++row)
+          for (I j = 0; j < dim; ++j) {
+            float& x = p.rt[row * dim + j];
+            x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(j < last ? p.rt[row * dim + last] : x));
+          }
+      };
+      clamp(p, same);
+      for (std::vector<float>* xs : {&p.kv, &p.qu, &p.qv})
+        for (float& x : *xs) x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(x));
+      for (float x : p.kv) p.kv16.push_back(txl::ir::floatToBf16(x));
+      p.rtRows = rowTable(p);
+      INFO("batch " << c.batch << " heads " << c.heads << " q " << c.q << " k " << c.k << " d " << c.d << " pad "
+                    << withPad);
+      const std::vector<double> want = reference(p);
+      const std::vector<float> byKey = run(p, kRows);
+      p.rtSame = same;
+      const std::vector<float> got = run(p, kRows);
+      requireClose(got, want, 1.0 / 256);
+      requireClose(got, std::vector<double>(byKey.begin(), byKey.end()), 1e-5);
+      // The shortcut reads position 0's row only: NaN in the rows of positions
+      // [1, 32) (the first group of keys, wholly below `same`) changes nothing.
+      Problem poisoned = p;
+      std::fill(poisoned.rtRows.begin() + (p.rtLead + 1) * c.heads * c.d,
+                poisoned.rtRows.begin() + (p.rtLead + 32) * c.heads * c.d, std::uint16_t(0x7fc0));
+      const std::vector<float> unread = run(poisoned, kRows);
+      REQUIRE(std::memcmp(unread.data(), got.data(), got.size() * sizeof(float)) == 0);
+      Problem e = prependMaskedKeys(p, 37);
+      clamp(e, same + 37);
+      e.kv16.clear();
+      for (float x : e.kv) e.kv16.push_back(txl::ir::floatToBf16(x));
+      e.rtRows = rowTable(e);
+      e.rtSame = same + 37;
+      const std::vector<float> padded = run(e, kRows);
+      REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not") {
