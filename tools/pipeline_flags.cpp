@@ -62,7 +62,8 @@ void PipelineFlags::add(CLI::App& cmd, bool withBackend) {
   cmd.add_option("--precision", precision,
                  "matmul precision: f32 (the default; an artifact's own), bf16 (bf16 weights and inputs, f32 "
                  "accumulation; needs AVX512-BF16 on the onednn backend) or int8 (int8 weights with a scale per "
-                 "output channel, f32 inputs and accumulation); bf16 and int8 keep keys and values in bf16 "
+                 "output channel; segments' inputs quantized per row on AVX512-VNNI, else f32); bf16 and int8 "
+                 "keep keys and values in bf16 "
                  "(docs/PRECISION.md)")
       ->check(CLI::Validator(
           [list = precisionList](std::string& s) -> std::string {

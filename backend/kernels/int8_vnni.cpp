@@ -1,7 +1,8 @@
 // backend/kernels/int8_vnni.cpp - int8LinearVnni(): the activation rows quantized
 // once per call, then tiles of MR rows by NR blocks of 16 channels, each
 // group of 4 inputs one vpdpbusd per (row, block) with the row's 4 bytes
-// broadcast; int32 accumulators start at the channels' shift correction.
+// broadcast; int32 accumulators start at minus the row's zero point times the
+// channels' column sums.
 // The AVX512-VNNI form is chosen at run time (the rest of txlc targets
 // baseline x86-64); the portable form computes the same exact sums and the
 // same epilogue.
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "backend/platform.h"
@@ -45,37 +47,49 @@ inline void finish(const Int8Vnni& w, const Int8LinearArgs& a, std::int64_t r, s
 
 #define TXL_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma")))
 
-// quantizeActivationRow's AVX-512 form: the same scale (a max is exact in any
-// order; a row with a NaN takes ir::int8RowScale's own rule) and the same
-// quotients (IEEE division, rounding half to even as nearbyint does).
-TXL_VNNI float quantizeRowAvx512(const float* x, std::int64_t k, std::uint8_t* u) {
-  const __m512 signless = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-  __m512 m = _mm512_setzero_ps();
-  __mmask16 nan = 0;
+// The scale and zero point of a row spanning [lo, hi] (lo <= 0 <= hi, both
+// finite): the definition in int8_vnni.h, shared by both forms.
+inline ActivationRow rowQuantization(float lo, float hi) {
+  if (lo == 0.0f && hi == 0.0f) return {};
+  ActivationRow q;
+  q.scale = hi / 255.0f - lo / 255.0f;  // never overflows, unlike (hi - lo) / 255
+  q.zero = std::int32_t(std::clamp(std::nearbyint(-lo / q.scale), 0.0f, 255.0f));
+  return q;
+}
+
+// The byte standing for v: round-half-even(v / s) + z clamped to [0, 255].
+inline std::uint8_t quantizeOne(float v, const ActivationRow& q) {
+  return std::uint8_t(std::clamp(std::nearbyint(v / q.scale) + float(q.zero), 0.0f, 255.0f));
+}
+
+// quantizeActivationRow's AVX-512 form: the same range (a min or max is exact
+// in any order), scale and zero point, the same quotients (IEEE division,
+// rounding half to even as nearbyint does) and clamp.
+TXL_VNNI ActivationRow quantizeRowAvx512(const float* x, std::int64_t k, std::uint8_t* u) {
+  __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+  __mmask16 bad = 0;
   for (std::int64_t j = 0; j < k; j += 16) {
     const __mmask16 in = k - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (k - j)) - 1);
-    const __m512 v = _mm512_and_ps(_mm512_maskz_loadu_ps(in, x + j), signless);
-    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    m = _mm512_max_ps(m, v);
+    const __m512 v = _mm512_maskz_loadu_ps(in, x + j);
+    bad |= _mm512_fpclass_ps_mask(v, 0x99);  // NaN or infinity
+    lo = _mm512_min_ps(lo, v);
+    hi = _mm512_max_ps(hi, v);
   }
-  float s;
-  if (nan) {
-    s = ir::int8RowScale(x, k);
-  } else {
-    const float mx = _mm512_reduce_max_ps(m);
-    s = mx == 0.0f ? 1.0f : mx / 127.0f;
+  if (bad) {
+    std::memset(u, 0, std::size_t(k));
+    return {std::numeric_limits<float>::quiet_NaN(), 0};
   }
-  const __m512 sv = _mm512_set1_ps(s), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  const ActivationRow q = rowQuantization(_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
+  const __m512 sv = _mm512_set1_ps(q.scale), zv = _mm512_set1_ps(float(q.zero)), top = _mm512_set1_ps(255.0f),
+               zero = _mm512_setzero_ps();
   for (std::int64_t j = 0; j < k; j += 16) {
     const __mmask16 in = k - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (k - j)) - 1);
     const __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(in, x + j), sv),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __mmask16 ordered = _mm512_cmp_ps_mask(r, r, _CMP_ORD_Q);
-    const __m512 c = _mm512_maskz_mov_ps(ordered, _mm512_min_ps(_mm512_max_ps(r, lo), hi));
-    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(c), _mm512_set1_epi32(128));
-    _mm_mask_storeu_epi8(u + j, in, _mm512_cvtepi32_epi8(q));
+    const __m512 c = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, zv), zero), top);
+    _mm_mask_storeu_epi8(u + j, in, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(c)));
   }
-  return s;
+  return q;
 }
 
 // acc += the 4-byte dot products of u8 `u` and s8 `s` per 32-bit lane, as
@@ -85,18 +99,18 @@ TXL_VNNI inline void dpbusd(__m512i& acc, __m512i u, __m512i s) {
   asm("vpdpbusd %[s], %[u], %[acc]" : [acc] "+v"(acc) : [u] "v"(u), [s] "v"(s));
 }
 
-// Rows [r, r + MR) by blocks [b, b + NR): u holds the rows' shifted bytes
-// (row stride `stride`), rowScale their scales.
+// Rows [r, r + MR) by blocks [b, b + NR): u holds the rows' bytes (row
+// stride `stride`), rows their scales and zero points.
 template <int MR, int NR>
 TXL_VNNI void vnniTile(const Int8Vnni& w, const Int8LinearArgs& a, const std::uint8_t* u, std::int64_t stride,
-                       const float* rowScale, std::int64_t r, std::int64_t b) {
+                       const ActivationRow* rows, std::int64_t r, std::int64_t b) {
   const std::int64_t groups = w.groups();
   __m512i acc[MR][NR];
 #pragma GCC unroll 8
   for (int t = 0; t < NR; ++t) {
-    const __m512i corr = _mm512_loadu_si512(w.corr + (b + t) * kBlock);
+    const __m512i sum = _mm512_loadu_si512(w.colSum + (b + t) * kBlock);
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) acc[i][t] = corr;
+    for (int i = 0; i < MR; ++i) acc[i][t] = _mm512_mullo_epi32(sum, _mm512_set1_epi32(-rows[r + i].zero));
   }
   const std::int8_t* q = w.q + b * groups * 64;
   const std::uint8_t* x = u + r * stride;
@@ -124,7 +138,7 @@ TXL_VNNI void vnniTile(const Int8Vnni& w, const Int8LinearArgs& a, const std::ui
     for (int i = 0; i < MR; ++i) {
       const std::int64_t row = r + i;
       __m512 v =
-          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i][t]), _mm512_mul_ps(_mm512_set1_ps(rowScale[row]), scale), bias);
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i][t]), _mm512_mul_ps(_mm512_set1_ps(rows[row].scale), scale), bias);
       // max(0, v): a NaN stays NaN, as std::max(v, 0) in the portable form.
       if (a.relu) v = _mm512_max_ps(zero, v);
       if (a.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(in, a.residual + row * w.n + c0));
@@ -146,24 +160,24 @@ constexpr int kMR = 6, kNR = 4;
 
 template <int NR>
 TXL_VNNI void vnniRows(const Int8Vnni& w, const Int8LinearArgs& a, const std::uint8_t* u, std::int64_t stride,
-                       const float* rowScale, std::int64_t b) {
+                       const ActivationRow* rows, std::int64_t b) {
   std::int64_t r = 0;
-  for (; r + kMR <= a.rows; r += kMR) vnniTile<kMR, NR>(w, a, u, stride, rowScale, r, b);
+  for (; r + kMR <= a.rows; r += kMR) vnniTile<kMR, NR>(w, a, u, stride, rows, r, b);
   switch (a.rows - r) {
     case 5:
-      vnniTile<5, NR>(w, a, u, stride, rowScale, r, b);
+      vnniTile<5, NR>(w, a, u, stride, rows, r, b);
       break;
     case 4:
-      vnniTile<4, NR>(w, a, u, stride, rowScale, r, b);
+      vnniTile<4, NR>(w, a, u, stride, rows, r, b);
       break;
     case 3:
-      vnniTile<3, NR>(w, a, u, stride, rowScale, r, b);
+      vnniTile<3, NR>(w, a, u, stride, rows, r, b);
       break;
     case 2:
-      vnniTile<2, NR>(w, a, u, stride, rowScale, r, b);
+      vnniTile<2, NR>(w, a, u, stride, rows, r, b);
       break;
     case 1:
-      vnniTile<1, NR>(w, a, u, stride, rowScale, r, b);
+      vnniTile<1, NR>(w, a, u, stride, rows, r, b);
       break;
     default:
       break;
@@ -171,24 +185,33 @@ TXL_VNNI void vnniRows(const Int8Vnni& w, const Int8LinearArgs& a, const std::ui
 }
 
 TXL_VNNI void vnniBlocks(const Int8Vnni& w, const Int8LinearArgs& a, const std::uint8_t* u, std::int64_t stride,
-                         const float* rowScale, std::int64_t b0, std::int64_t b1) {
+                         const ActivationRow* rows, std::int64_t b0, std::int64_t b1) {
   std::int64_t b = b0;
-  for (; b + kNR <= b1; b += kNR) vnniRows<kNR>(w, a, u, stride, rowScale, b);
-  for (; b < b1; ++b) vnniRows<1>(w, a, u, stride, rowScale, b);
+  for (; b + kNR <= b1; b += kNR) vnniRows<kNR>(w, a, u, stride, rows, b);
+  for (; b < b1; ++b) vnniRows<1>(w, a, u, stride, rows, b);
 }
 
 // The shifted bytes of a call's rows, reused across calls on one thread.
 struct Scratch {
   std::vector<std::uint8_t> u;
-  std::vector<float> scale;
+  std::vector<ActivationRow> rows;
 };
 
 }  // namespace
 
-float quantizeActivationRow(const float* x, std::int64_t k, std::uint8_t* u) {
-  const float s = ir::int8RowScale(x, k);
-  for (std::int64_t j = 0; j < k; ++j) u[j] = std::uint8_t(int(ir::int8Quantize(x[j], s)) + 128);
-  return s;
+ActivationRow quantizeActivationRow(const float* x, std::int64_t k, std::uint8_t* u) {
+  float lo = 0.0f, hi = 0.0f;
+  for (std::int64_t j = 0; j < k; ++j) {
+    if (!std::isfinite(x[j])) {
+      std::memset(u, 0, std::size_t(k));
+      return {std::numeric_limits<float>::quiet_NaN(), 0};
+    }
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+  }
+  const ActivationRow q = rowQuantization(lo, hi);
+  for (std::int64_t j = 0; j < k; ++j) u[j] = quantizeOne(x[j], q);
+  return q;
 }
 
 bool int8LinearVnniNative() { return platform().avx512Vnni; }
@@ -200,10 +223,10 @@ std::shared_ptr<Int8Vnni> packInt8Vnni(const Int8Rows& rows, int threads) {
   w->bytes = ir::allocateUntouched(std::max<std::size_t>(w->size(), 1));
   const std::int64_t padded = w->blocks() * kBlock, groups = w->groups(), k = rows.k;
   auto* scale = static_cast<float*>(w->bytes.get());
-  auto* corr = reinterpret_cast<std::int32_t*>(scale + padded);
-  auto* q = reinterpret_cast<std::int8_t*>(corr + padded);
+  auto* colSum = reinterpret_cast<std::int32_t*>(scale + padded);
+  auto* q = reinterpret_cast<std::int8_t*>(colSum + padded);
   w->scale = scale;
-  w->corr = corr;
+  w->colSum = colSum;
   w->q = q;
 #pragma omp parallel for schedule(static) num_threads(std::max(threads, 1))
   for (std::int64_t b = 0; b < w->blocks(); ++b) {
@@ -218,7 +241,7 @@ std::shared_ptr<Int8Vnni> packInt8Vnni(const Int8Rows& rows, int threads) {
           q[(b * groups + g) * 64 + c * 4 + jj] = v;
           sum += v;
         }
-      corr[ch] = -128 * sum;
+      colSum[ch] = sum;
     }
   }
   return w;
@@ -227,11 +250,11 @@ std::shared_ptr<Int8Vnni> packInt8Vnni(const Int8Rows& rows, int threads) {
 void int8LinearVnniPortable(const Int8Vnni& w, const Int8LinearArgs& a) {
   std::vector<std::uint8_t> u(std::size_t(std::max<std::int64_t>(w.k, 1)));
   for (std::int64_t r = 0; r < a.rows; ++r) {
-    const float s = quantizeActivationRow(a.x + r * w.k, w.k, u.data());
+    const ActivationRow q = quantizeActivationRow(a.x + r * w.k, w.k, u.data());
     for (std::int64_t c = 0; c < w.n; ++c) {
-      std::int32_t sum = w.corr[c];
-      for (std::int64_t j = 0; j < w.k; ++j) sum += std::int32_t(u[j]) * w.at(c, j);
-      finish(w, a, r, c, sum, s);
+      std::int64_t sum = 0;
+      for (std::int64_t j = 0; j < w.k; ++j) sum += (std::int64_t(u[j]) - q.zero) * w.at(c, j);
+      finish(w, a, r, c, std::int32_t(sum), q.scale);
     }
   }
 }
@@ -255,9 +278,9 @@ void int8LinearVnni(const Int8Vnni& w, const Int8LinearArgs& a, int threads) {
   static thread_local Scratch scratch;
   const std::int64_t stride = w.groups() * 4;
   if (scratch.u.size() < std::size_t(a.rows * stride)) scratch.u.resize(std::size_t(a.rows * stride));
-  if (scratch.scale.size() < std::size_t(a.rows)) scratch.scale.resize(std::size_t(a.rows));
+  if (scratch.rows.size() < std::size_t(a.rows)) scratch.rows.resize(std::size_t(a.rows));
   std::uint8_t* u = scratch.u.data();
-  float* rowScale = scratch.scale.data();
+  ActivationRow* rows = scratch.rows.data();
   // A task is kNR blocks (64 channels) for every row: the weight panel is
   // read from cache once per tile of rows.
   const std::int64_t tasks = (w.blocks() + kNR - 1) / kNR;
@@ -265,13 +288,13 @@ void int8LinearVnni(const Int8Vnni& w, const Int8LinearArgs& a, int threads) {
   {
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < a.rows; ++r) {
-      rowScale[r] = quantizeRowAvx512(a.x + r * w.k, w.k, u + r * stride);
+      rows[r] = quantizeRowAvx512(a.x + r * w.k, w.k, u + r * stride);
       // The group's padding inputs meet zero weights; any byte will do.
-      for (std::int64_t j = w.k; j < stride; ++j) u[r * stride + j] = 128;
+      for (std::int64_t j = w.k; j < stride; ++j) u[r * stride + j] = 0;
     }
 #pragma omp for schedule(static)
     for (std::int64_t t = 0; t < tasks; ++t)
-      vnniBlocks(w, a, u, stride, rowScale, t * kNR, std::min(w.blocks(), (t + 1) * kNR));
+      vnniBlocks(w, a, u, stride, rows, t * kNR, std::min(w.blocks(), (t + 1) * kNR));
   }
 }
 

@@ -2,15 +2,20 @@
 // with int8 activations: the oneDNN executor's kernel for --precision int8
 // segments on CPUs with AVX512-VNNI (docs/PRECISION.md, "The kernels").
 //
-// Each activation row r is quantized when the kernel runs, as the weights
-// were once per model (ir/int8.h): s_r = max_j |x[r, j]| / 127 (1 for a row of
-// zeros), x_q = round-half-even(x / s_r) in [-127, 127]. vpdpbusd multiplies
-// unsigned by signed bytes, so the kernel reads u = x_q + 128 and subtracts
-// 128 * Σ_j q[c, j], precomputed per channel when the weight is packed. The
-// sums are exact int32, so an output does not depend on the order of the
-// products, the tiles or the number of threads; the output is
+// Each activation row r is quantized when the kernel runs, asymmetrically over
+// the range it spans with zero: lo = min(0, min_j x[r, j]), hi = max(0, max_j
+// x[r, j]), s_r = hi / 255 - lo / 255 (1 for a row of zeros), the zero point
+// z_r = round-half-even(-lo / s_r) and u = clamp(round-half-even(x / s_r) + z_r,
+// 0, 255), standing for s_r (u - z_r). A row of either sign gets 255 steps
+// over its span, so a non-negative row (a ReLU's output) is rounded on a grid
+// twice as fine as a symmetric max |x| / 127 would give it, and a symmetric
+// row on the same one. vpdpbusd multiplies these unsigned bytes by the signed
+// weights; the zero point's share, z_r * Σ_j q[c, j], is subtracted through
+// the accumulators' start (the column sums are computed once, when the weight
+// is packed). The sums are exact int32, so an output does not depend on the
+// order of the products, the tiles or the number of threads; the output is
 //
-//   y[r, c] = fma(float(Σ_j x_q[r, j] q[c, j]), s_r * s[c], bias[c] or 0),
+//   y[r, c] = fma(float(Σ_j (u[r, j] - z_r) q[c, j]), s_r * s[c], bias[c] or 0),
 //
 // then relu, then + residual (the int8Linear epilogue contract, Int8LinearArgs).
 // A row's result depends only on that row, whatever the other rows.
@@ -42,9 +47,9 @@ namespace txl::backend::kernels {
 struct Int8Vnni {
   static constexpr std::int64_t kBlock = 16;
   std::int64_t n = 0, k = 0;
-  std::shared_ptr<void> bytes;         // scales, then corrections, then the blocks
-  const float* scale = nullptr;        // n + padding: s[c]
-  const std::int32_t* corr = nullptr;  // n + padding: -128 * Σ_j q[c, j]
+  std::shared_ptr<void> bytes;           // scales, then column sums, then the blocks
+  const float* scale = nullptr;          // n + padding: s[c]
+  const std::int32_t* colSum = nullptr;  // n + padding: Σ_j q[c, j]
   const std::int8_t* q = nullptr;
   std::int64_t blocks() const { return (n + kBlock - 1) / kBlock; }
   std::int64_t groups() const { return (k + 3) / 4; }
@@ -65,7 +70,8 @@ struct Int8Vnni {
 // "[.int8bench]"). The onednn lowering chooses per plan.
 constexpr std::int64_t kInt8VnniMaxRowsWidened = 1;
 
-// The largest k whose sums fit int32 exactly (255 * 127 per product).
+// The largest k whose sums fit int32 exactly (255 * 127 per product; the
+// accumulators may wrap on the way, the final sum cannot).
 constexpr std::int64_t kInt8VnniMaxK = 66000;
 
 // The int8 rows `w` (the same values and scales) in the VNNI layout, on at most
@@ -81,7 +87,13 @@ bool int8LinearVnniNative();
 // same results (exact sums, same epilogue); for tests and CPUs without VNNI.
 void int8LinearVnniPortable(const Int8Vnni& w, const Int8LinearArgs& a);
 
-// One activation row quantized as above: its scale, and x_q + 128 in `u`.
-float quantizeActivationRow(const float* x, std::int64_t k, std::uint8_t* u);
+// One activation row quantized as above: u in `u`, and its scale and zero
+// point. A row with a non-finite element has a NaN scale (so every output of
+// it is NaN), zero point 0 and bytes 0.
+struct ActivationRow {
+  float scale = 1.0f;
+  std::int32_t zero = 0;
+};
+ActivationRow quantizeActivationRow(const float* x, std::int64_t k, std::uint8_t* u);
 
 }  // namespace txl::backend::kernels

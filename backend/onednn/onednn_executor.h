@@ -72,10 +72,10 @@ struct OnednnOptions {
   // Linears over int8 weights with more than one row quantize their
   // activations per row and run txl:int8_linear:vnni (u8 x s8 pair sums on
   // AVX512-VNNI, backend/kernels/int8_vnni.h) instead of txl:int8_linear's
-  // f32 activations. Off: its rounding of the activations takes three int8
-  // conformance cases just past their documented bound (docs/PRECISION.md,
-  // "The kernels"), and the bound has not been revised.
-  bool int8Activations = false;
+  // f32 activations, except a linear over a constant input or the embedding
+  // (docs/PRECISION.md, "The kernels"). Off: every int8 linear keeps f32
+  // activations (for tests comparing the two kernels).
+  bool int8Activations = true;
   ThreadPolicy threadPolicy = ThreadPolicy::Auto;
 };
 

@@ -4,6 +4,9 @@
 // AVX512-VNNI, txl:int8_linear:vnni on the same values in the VNNI layout
 // (backend/kernels/int8_vnni.h); either is made once per model through PackedWeights
 // and shared by every plan. A quantize some other op reads is computed.
+#include <algorithm>
+#include <vector>
+
 #include "backend/kernels/int8_linear.h"
 #include "backend/kernels/int8_vnni.h"
 #include "backend/platform.h"
@@ -13,6 +16,56 @@
 #include "ir/int8.h"
 
 namespace txl::backend::onednn {
+
+namespace {
+
+// Whether value `v` is the model's (scaled) embedding: an embedding lookup,
+// or a scale, reshape, slice or linear of one, or a sum of such (the adaptive
+// embedding's projections, summed), before any layer norm or attention; in
+// the hidden memory form also the remembered rows of such a value (a
+// mem_window of it, or a concat of a mem_read of its slot and it).
+// A slot's mem_write reads the slot itself: `reading` holds the slots whose
+// writes are being checked, which are taken to hold the embedding meanwhile.
+bool isEmbedding(const ir::Graph& g, ir::Node v, std::vector<std::int64_t>& reading) {
+  switch (g.kind(v)) {
+    case ir::OpKind::Embedding:
+      return true;
+    case ir::OpKind::Scale:
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Slice:
+    case ir::OpKind::Linear:
+    case ir::OpKind::FusedLinear:
+    case ir::OpKind::MemWindow:
+      return isEmbedding(g, g.operand(v, 0), reading);
+    case ir::OpKind::Add:
+    case ir::OpKind::Concat:
+      for (const ir::Node x : g.operands(v))
+        if (!isEmbedding(g, x, reading)) return false;
+      return true;
+    case ir::OpKind::MemRead: {
+      const std::int64_t slot = g.op(v).attrs.getInt("slot");
+      if (std::find(reading.begin(), reading.end(), slot) != reading.end()) return true;
+      reading.push_back(slot);
+      bool written = false, embedding = true;
+      for (const ir::Node w : g.nodesOfKind(ir::OpKind::MemWrite))
+        if (g.op(w).attrs.getInt("slot") == slot) {
+          written = true;
+          embedding = embedding && isEmbedding(g, g.operand(w, 0), reading);
+        }
+      reading.pop_back();
+      return written && embedding;
+    }
+    default:
+      return false;
+  }
+}
+
+bool readsEmbedding(const ir::Graph& g, ir::Node v) {
+  std::vector<std::int64_t> reading;
+  return isEmbedding(g, v, reading);
+}
+
+}  // namespace
 
 std::shared_ptr<const kernels::Int8Rows> Lowering::int8Weights(const View& w) {
   TXL_CHECK(w.quantized && w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
@@ -58,8 +111,13 @@ void Lowering::lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const V
   };
   // The kernel is chosen by the row count (fixed per plan) and the CPU, so a
   // plan always runs the same arithmetic (docs/PRECISION.md, "The kernels").
-  if (opt_.int8Activations && count > kernels::kInt8VnniMaxRowsWidened && k <= kernels::kInt8VnniMaxK &&
-      platform().avx512Vnni) {
+  // Two kinds of linear keep f32 activations (docs/PRECISION.md, "The
+  // kernels"): one whose input is a constant (W_r R, computed once per plan,
+  // so rounding it would buy no time), and one that reads the embedding:
+  // nothing normalises its scale before the first layer's projections, and
+  // their rounding error moves that layer's attention logits in proportion.
+  const bool activations = opt_.int8Activations && !isConstant(x) && !readsEmbedding(g_, g_.operand(n, 0));
+  if (activations && count > kernels::kInt8VnniMaxRowsWidened && k <= kernels::kInt8VnniMaxK && platform().avx512Vnni) {
     TXL_CHECK(w.quantized && w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
               "int8 rows of " + w.type.str());
     const ir::Tensor* user = plan_.buffers[w.buffer].weight;

@@ -6,6 +6,7 @@
 // quantized arithmetic, bit for bit.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -148,18 +149,38 @@ TEST_CASE("int8 linear: one copy of a weight's rows per model, shared while a pl
 
 namespace {
 
-// The quantized arithmetic of int8LinearVnni, written out: each row's scale
-// and values by ir/int8.h, the exact integer sum, then the epilogue.
+// An activation row's quantization as int8_vnni.h defines it, written out:
+// its range with zero, 255 steps over it, the zero point, each value's step.
+struct RowSteps {
+  float scale = 1.0f;
+  int zero = 0;
+  std::vector<int> u;
+};
+RowSteps rowSteps(const float* x, std::int64_t k) {
+  RowSteps r;
+  float lo = 0.0f, hi = 0.0f;
+  for (std::int64_t j = 0; j < k; ++j) lo = std::min(lo, x[j]), hi = std::max(hi, x[j]);
+  if (lo != 0.0f || hi != 0.0f) {
+    r.scale = hi / 255.0f - lo / 255.0f;
+    r.zero = std::clamp(int(std::nearbyint(-lo / r.scale)), 0, 255);
+  }
+  for (std::int64_t j = 0; j < k; ++j) r.u.push_back(std::clamp(int(std::nearbyint(x[j] / r.scale)) + r.zero, 0, 255));
+  return r;
+}
+
+// The quantized arithmetic of int8LinearVnni, written out: each row's steps,
+// the exact integer sum, then the epilogue.
 std::vector<float> vnniReference(const Int8Rows& q, const std::vector<float>& x, std::int64_t rows, const float* bias,
                                  const float* res, bool relu) {
   const std::int64_t n = q.n, k = q.k;
   std::vector<float> y(std::size_t(rows * n));
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x.data() + r * k;
-    const float s = ir::int8RowScale(xr, k);
+    const RowSteps steps = rowSteps(xr, k);
+    const float s = steps.scale;
     for (std::int64_t c = 0; c < n; ++c) {
       std::int64_t sum = 0;
-      for (std::int64_t j = 0; j < k; ++j) sum += std::int64_t(ir::int8Quantize(xr[j], s)) * q.at(c, j);
+      for (std::int64_t j = 0; j < k; ++j) sum += std::int64_t(steps.u[std::size_t(j)] - steps.zero) * q.at(c, j);
       float v = std::fma(float(std::int32_t(sum)), s * q.scale[c], bias ? bias[c] : 0.0f);
       if (relu) v = std::max(v, 0.0f);
       if (res) v += res[r * n + c];
@@ -190,20 +211,53 @@ std::vector<float> runVnni(const Int8Vnni& v, const float* x, std::int64_t rows,
 
 }  // namespace
 
-TEST_CASE("int8 vnni: activations quantized per row, the same bytes as ir/int8.h", "[int8]") {
-  for (const std::int64_t k : {1, 5, 16, 33}) {
-    auto x = randomFloats(std::size_t(k), 11);
-    x[0] = 2.5f;  // ties and the clamp are exercised by the scale's own element
-    std::vector<std::uint8_t> u{};
-    u.resize(std::size_t(k));
-    const float s = quantizeActivationRow(x.data(), k, u.data());
-    CHECK(s == ir::int8RowScale(x.data(), k));
-    for (std::int64_t j = 0; j < k; ++j) CHECK(int(u[std::size_t(j)]) - 128 == ir::int8Quantize(x[j], s));
+TEST_CASE("int8 vnni: activations quantized per row, 255 steps over the range with zero", "[int8]") {
+  std::vector<std::uint8_t> u(4);
+  auto bytes = [&] { return std::vector<int>(u.begin(), u.end()); };
+  // Non-negative: no zero point, the full 0..255 (ties to even).
+  const float relu[] = {0.0f, 1.0f, 2.5f, 255.0f};
+  ActivationRow q = quantizeActivationRow(relu, 4, u.data());
+  CHECK(q.scale == 1.0f);
+  CHECK(q.zero == 0);
+  CHECK(bytes() == std::vector<int>{0, 1, 2, 255});
+  // Symmetric: zero point 128, the top clamped.
+  const float both[] = {-127.5f, 127.5f, 0.0f, 1.5f};
+  q = quantizeActivationRow(both, 4, u.data());
+  CHECK(q.scale == 1.0f);
+  CHECK(q.zero == 128);
+  CHECK(bytes() == std::vector<int>{0, 255, 128, 130});
+  // Non-positive: zero point 255.
+  const float neg[] = {-255.0f, -1.0f, 0.0f, -0.5f};
+  q = quantizeActivationRow(neg, 4, u.data());
+  CHECK(q.scale == 1.0f);
+  CHECK(q.zero == 255);
+  CHECK(bytes() == std::vector<int>{0, 254, 255, 255});
+  // Zeros: scale 1, zero point 0; a non-finite element: a NaN scale.
+  const float zeros[] = {0.0f, -0.0f, 0.0f, 0.0f};
+  q = quantizeActivationRow(zeros, 4, u.data());
+  CHECK((q.scale == 1.0f && q.zero == 0 && bytes() == std::vector<int>{0, 0, 0, 0}));
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    const float row[] = {1.0f, bad, -2.0f, 0.0f};
+    q = quantizeActivationRow(row, 4, u.data());
+    CHECK(std::isnan(q.scale));
+    CHECK(q.zero == 0);
   }
-  const std::vector<float> zeros(8, 0.0f);
-  std::vector<std::uint8_t> u(8);
-  CHECK(quantizeActivationRow(zeros.data(), 8, u.data()) == 1.0f);
-  CHECK(u[3] == 128);
+  // Any row: the written-out definition, each value within half a step.
+  for (const std::int64_t k : {1, 5, 16, 33}) {
+    for (const float shift : {0.0f, 3.0f}) {
+      auto x = randomFloats(std::size_t(k), 11);
+      for (float& v : x) v = shift > 0 ? std::fabs(v) + shift : v;
+      std::vector<std::uint8_t> got(static_cast<std::size_t>(k));
+      q = quantizeActivationRow(x.data(), k, got.data());
+      const RowSteps want = rowSteps(x.data(), k);
+      CHECK(q.scale == want.scale);
+      CHECK(q.zero == want.zero);
+      for (std::int64_t j = 0; j < k; ++j) {
+        CHECK(int(got[std::size_t(j)]) == want.u[std::size_t(j)]);
+        CHECK(std::fabs(q.scale * float(int(got[std::size_t(j)]) - q.zero) - x[std::size_t(j)]) <= 0.5001f * q.scale);
+      }
+    }
+  }
 }
 
 TEST_CASE("int8 vnni: exact sums, bit for bit the scalar reference, any shape and epilogue", "[int8]") {
@@ -220,6 +274,10 @@ TEST_CASE("int8 vnni: exact sums, bit for bit the scalar reference, any shape an
         auto x = randomFloats(std::size_t(rows * k), std::uint32_t(22 + rows));
         if (rows > 2)
           for (std::int64_t j = 0; j < k; ++j) x[std::size_t(2 * k + j)] = 0.0f;  // a row of zeros
+        if (rows > 3)  // a non-negative row (a ReLU's output) and a non-positive one
+          for (std::int64_t j = 0; j < k; ++j) x[std::size_t(3 * k + j)] = std::fabs(x[std::size_t(3 * k + j)]);
+        if (rows > 4)
+          for (std::int64_t j = 0; j < k; ++j) x[std::size_t(4 * k + j)] = -std::fabs(x[std::size_t(4 * k + j)]);
         const auto bias = randomFloats(std::size_t(n), 23), res = randomFloats(std::size_t(rows * n), 24);
         for (const bool epilogue : {false, true}) {
           const float* b = epilogue ? bias.data() : nullptr;
@@ -233,8 +291,8 @@ TEST_CASE("int8 vnni: exact sums, bit for bit the scalar reference, any shape an
           if (!epilogue)
             for (std::int64_t row = 0; row < rows; ++row)
               for (std::int64_t c = 0; c < n; ++c) {
-                // Each input moves by at most half its row's step, max |x| / 254.
-                const double step = ir::int8RowScale(x.data() + row * k, k);
+                // Each input moves by at most half its row's step.
+                const double step = rowSteps(x.data() + row * k, k).scale;
                 double sum = 0, bound = 0;
                 for (std::int64_t j = 0; j < k; ++j) {
                   const double wj = double(q.scale[c]) * q.at(c, j);
@@ -275,7 +333,7 @@ TEST_CASE("int8 vnni: one copy of a weight's VNNI layout per model, made from it
       CHECK(a->at(c, j) == q.at(c, j));
       sum += q.at(c, j);
     }
-    CHECK(a->corr[c] == -128 * sum);
+    CHECK(a->colSum[c] == sum);
   }
   a.reset();
   CHECK(packs.bytes() == 0);

@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "backend/kernels/int8_linear.h"
+#include "backend/kernels/int8_vnni.h"
 #include "backend/onednn/onednn_executor.h"
 #include "backend/onednn/onednn_lowering.h"
 #include "backend/onednn/onednn_target_info.h"
@@ -17,6 +19,7 @@
 #include "backend/reference/reference_interpreter.h"
 #include "ir/check.h"
 #include "ir/graph.h"
+#include "ir/int8.h"
 
 using namespace txl;
 using namespace txl::backend;
@@ -65,7 +68,9 @@ void fillRandom(const ir::Graph& g, TensorMap& inputs, TensorMap& weights) {
 
 // Runs `g` on both executors and checks every output: same type, every
 // element within 1e-5 relative (1e-5 absolute near zero); infinities equal.
-std::unique_ptr<CompiledGraph> compareWithReference(const ir::Graph& g, TensorMap inputs = {}, TensorMap weights = {}) {
+// The oneDNN executor takes `base`'s options but for its thread settings.
+std::unique_ptr<CompiledGraph> compareWithReference(const ir::Graph& g, TensorMap inputs = {}, TensorMap weights = {},
+                                                    const OnednnOptions& base = {}) {
   fillRandom(g, inputs, weights);
   auto refPlan = makeReferenceExecutor()->compile(g, weights);
   const TensorMap want = refPlan->run(inputs);
@@ -76,7 +81,7 @@ std::unique_ptr<CompiledGraph> compareWithReference(const ir::Graph& g, TensorMa
   // created for one thread); the last plan is returned.
   std::unique_ptr<CompiledGraph> plan;
   for (const double serialBelowNs : {-1.0, 0.0, 1e18}) {
-    OnednnOptions options;
+    OnednnOptions options = base;
     options.threadPolicy = serialBelowNs < 0 ? ThreadPolicy::Auto : ThreadPolicy::Loaded;
     options.serialBelowNs = serialBelowNs < 0 ? 1e18 : serialBelowNs;
     options.idleSerialBelowNs = 0;
@@ -239,13 +244,168 @@ TEST_CASE("onednn: linears over quantized weights run txl:int8_linear, epilogues
   Node w2 = g.add(OpKind::Quantize, {g.addWeight("w2", f32({37, 37}))});
   g.addOutput("f", g.add(OpKind::FusedLinear, {x, w2, g.addWeight("b2", f32({37})), x},
                          {{"bias", true}, {"relu", true}, {"residual", true}, {"out_dtype", std::string("f32")}}));
-  auto plan = compareWithReference(g);
+  // f32 activations: the reference's arithmetic (int8 weights' values times
+  // f32 inputs) up to the order of the sums.
+  OnednnOptions f32Activations;
+  f32Activations.int8Activations = false;
+  auto plan = compareWithReference(g, {}, {}, f32Activations);
   int int8 = 0;
   for (const auto& s : stepsOf(*plan)) {
     CHECK(s.op != "quantize");  // quantized as the linears pack their weights
     int8 += s.impl == "txl:int8_linear";
   }
   CHECK(int8 == 3);
+}
+
+namespace {
+
+// linear(x, quantize(w)) + bias, relu, + residual as int8LinearVnni's scalar
+// form computes it over the weight's int8 rows: x [rows, k], w [n, k].
+std::vector<float> vnniScalar(const Tensor& x, const Tensor& w, const float* bias, const float* residual, bool relu) {
+  const I n = w.shape()[0], k = w.shape()[1], rows = x.numel() / k;
+  kernels::Int8Rows q = kernels::allocateInt8Rows(n, k);
+  kernels::quantizeInt8Rows(w.data<float>(), 0, n, q, 1);
+  const auto packed = kernels::packInt8Vnni(q, 1);
+  std::vector<float> y(std::size_t(rows * n));
+  kernels::int8LinearVnniPortable(*packed, {x.data<float>(), rows, bias, residual, relu, y.data(), false});
+  return y;
+}
+
+// The most an output of linear(x, quantize(w)) moves when each activation
+// row is rounded as int8_vnni.h defines: half the row's step (its span with
+// zero over 255) times Σ_j |ŵ[c, j]| of the weight's int8 values ŵ, plus the
+// f32 rounding of the sums (relative to Σ_j |x[j] ŵ[c, j]|).
+double activationBound(const float* x, const Tensor& wq, I c) {
+  const I k = wq.shape()[1];
+  float lo = 0, hi = 0;
+  for (I j = 0; j < k; ++j) lo = std::min(lo, x[j]), hi = std::max(hi, x[j]);
+  const double step = (double(hi) - double(lo)) / 255;
+  double weights = 0, products = 0;
+  for (I j = 0; j < k; ++j) {
+    const double wj = std::fabs(double(wq.data<float>()[c * k + j]));
+    weights += wj;
+    products += wj * std::fabs(double(x[j]));
+  }
+  return 0.5 * step * weights * 1.0001 + 1e-5 * products + 1e-6;
+}
+
+}  // namespace
+
+TEST_CASE("onednn: int8 activations: rows quantized on VNNI, exact against the kernel, within the rounding's bound",
+          "[onednn]") {
+  const I n = 21, k = 37, rows = 12;
+  ir::Graph g;
+  Node x = g.addInput("x", f32({4, 3, k}));
+  Node w = g.add(OpKind::Quantize, {g.addWeight("w", f32({n, k}))});
+  const ir::Attrs toF32{{"out_dtype", std::string("f32")}};
+  g.addOutput("y", g.add(OpKind::Linear, {x, w, g.addWeight("b", f32({n}))}, toF32));
+  g.addOutput("z", g.add(OpKind::Linear, {g.addInput("v", f32({k})), w}, toF32));  // one row: f32 activations
+  Node w2 = g.add(OpKind::Quantize, {g.addWeight("w2", f32({k, k}))});
+  g.addOutput("f", g.add(OpKind::FusedLinear, {x, w2, g.addWeight("b2", f32({k})), x},
+                         {{"bias", true}, {"relu", true}, {"residual", true}, {"out_dtype", std::string("f32")}}));
+  TensorMap inputs, weights;
+  fillRandom(g, inputs, weights);
+  for (I j = 0; j < k; ++j)
+    inputs.at("x").data<float>()[j] = std::fabs(inputs.at("x").data<float>()[j]);  // a ReLU's row
+  const TensorMap want = makeReferenceExecutor()->compile(g, weights)->run(inputs);
+  const Tensor wq = ir::int8RoundTrip(weights.at("w")), w2q = ir::int8RoundTrip(weights.at("w2"));
+  const bool vnni = platform().avx512Vnni;
+  INFO("AVX512-VNNI: " << vnni);
+  for (const int threads : {1, 2}) {
+    OnednnOptions options;
+    options.threadPolicy = ThreadPolicy::Loaded;
+    options.serialBelowNs = threads == 1 ? 1e18 : 0;
+    auto plan = makeOnednnExecutor(options)->compile(g, weights);
+    std::vector<std::string> impls;
+    for (const auto& s : stepsOf(*plan))
+      if (s.op == "linear" || s.op == "fused_linear") impls.push_back(s.impl);
+    const std::string many = vnni ? "txl:int8_linear:vnni" : "txl:int8_linear";
+    CHECK(impls == std::vector<std::string>{many, "txl:int8_linear", many});
+    const TensorMap& got = plan->run(inputs);
+    // The one-row linear keeps f32 activations: the reference's arithmetic.
+    for (I c = 0; c < n; ++c) {
+      const float b = want.at("z").data<float>()[c];
+      CHECK(std::fabs(got.at("z").data<float>()[c] - b) <= 1e-5f * std::max(1.0f, std::fabs(b)));
+    }
+    if (!vnni) continue;  // the widening kernel: compareWithReference's cases
+    const float* xs = inputs.at("x").data<float>();
+    const auto y = vnniScalar(inputs.at("x"), weights.at("w"), weights.at("b").data<float>(), nullptr, false);
+    const auto f = vnniScalar(inputs.at("x"), weights.at("w2"), weights.at("b2").data<float>(), xs, true);
+    for (I r = 0; r < rows; ++r) {
+      INFO("row " << r);
+      for (I c = 0; c < n; ++c) {
+        const float v = got.at("y").data<float>()[r * n + c];
+        CHECK(v == y[std::size_t(r * n + c)]);  // bit for bit the kernel's scalar form
+        CHECK(std::fabs(v - want.at("y").data<float>()[r * n + c]) <= activationBound(xs + r * k, wq, c));
+      }
+      for (I c = 0; c < k; ++c) {
+        const float v = got.at("f").data<float>()[r * k + c];
+        CHECK(v == f[std::size_t(r * k + c)]);
+        // ReLU moves nothing further; the residual is added exactly as in the reference.
+        CHECK(std::fabs(v - want.at("f").data<float>()[r * k + c]) <=
+              activationBound(xs + r * k, w2q, c) + 1e-6 * std::fabs(xs[r * k + c]));
+      }
+    }
+  }
+  // The bound is not vacuous: the rounding moves outputs by a good part of it.
+  if (vnni) {
+    auto plan = makeOnednnExecutor()->compile(g, weights);
+    const TensorMap& got = plan->run(inputs);
+    double worst = 0;
+    for (I r = 0; r < rows; ++r)
+      for (I c = 0; c < n; ++c)
+        worst =
+            std::max(worst, std::fabs(got.at("y").data<float>()[r * n + c] - want.at("y").data<float>()[r * n + c]) /
+                                activationBound(inputs.at("x").data<float>() + r * k, wq, c));
+    CHECK(worst > 0.05);
+  }
+}
+
+TEST_CASE("onednn: int8 activations: a linear over a constant or the embedding keeps f32 activations", "[onednn]") {
+  const I d = 16, rows = 6;
+  const ir::Attrs toF32{{"out_dtype", std::string("f32")}};
+  ir::Graph g;
+  const Node w = g.add(OpKind::Quantize, {g.addWeight("w", f32({d, d}))});
+  // The position table: a constant, computed once per plan.
+  const Node pos = g.add(OpKind::PosEncoding, {}, {{"klen", rows}, {"d", d}, {"clamp_len", I(-1)}});
+  g.addOutput("r", g.add(OpKind::Linear, {pos, w}, toF32));
+  // The scaled sum of two embedding projections, and its remembered rows
+  // (the hidden memory form: the slot's write reads the slot).
+  const Node ids = g.addInput("ids", ir::TensorType{DType::I64, {rows, 1}});
+  const Node e1 = g.add(OpKind::Embedding, {g.addWeight("t1", f32({4, d})), ids}, {{"lo", I(0)}});
+  const Node e2 = g.add(OpKind::Embedding, {g.addWeight("t2", f32({4, 8})), ids}, {{"lo", I(4)}});
+  const Node p2 = g.add(OpKind::Linear, {e2, g.add(OpKind::Quantize, {g.addWeight("p2", f32({d, 8}))})}, toF32);
+  const Node h = g.add(OpKind::Scale, {g.add(OpKind::Add, {e1, p2})}, {{"factor", 4.0}});
+  const Node mem = g.add(OpKind::MemRead, {}, {{"slot", I(0)}}, f32({3, 1, d}));
+  const Node cat = g.add(OpKind::Concat, {mem, h}, {{"axis", I(0)}});
+  g.add(OpKind::MemWrite, {g.add(OpKind::Slice, {cat}, {{"axis", I(0)}, {"start", I(rows)}, {"end", I(rows + 3)}})},
+        {{"slot", I(0)}});
+  g.addOutput("k", g.add(OpKind::Linear, {cat, w}, toF32));
+  // After a layer norm: int8 activations.
+  const Node ln =
+      g.add(OpKind::LayerNorm, {h, g.addWeight("gamma", f32({d})), g.addWeight("beta", f32({d}))}, {{"eps", 1e-5}});
+  g.addOutput("n", g.add(OpKind::Linear, {ln, w}, toF32));
+  TensorMap inputs, weights;
+  fillRandom(g, inputs, weights);
+  inputs["ids"] = randomI64({rows, 1}, 0, 7, 9);
+  const TensorMap want = makeReferenceExecutor()->compile(g, weights)->run(inputs);
+  auto plan = makeOnednnExecutor()->compile(g, weights);
+  const TensorMap& got = plan->run(inputs);
+  int widened = 0, vnni = 0;
+  for (const auto& s : stepsOf(*plan)) {
+    widened += s.impl == "txl:int8_linear";
+    vnni += s.impl == "txl:int8_linear:vnni";
+  }
+  CHECK(vnni == (platform().avx512Vnni ? 1 : 0));
+  CHECK(widened + vnni == 4);
+  for (const char* name : {"r", "k"}) {  // as compareWithReference: the reference's arithmetic
+    INFO(name);
+    const Tensor& a = got.at(name);
+    for (I i = 0; i < a.numel(); ++i) {
+      const float b = want.at(name).data<float>()[i];
+      CHECK(std::fabs(a.data<float>()[i] - b) <= 1e-5f * std::max(1.0f, std::fabs(b)));
+    }
+  }
 }
 
 TEST_CASE("onednn: a quantize another op reads is computed, and its linear multiplies its f32 values", "[onednn]") {

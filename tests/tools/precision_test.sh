@@ -15,7 +15,8 @@
 #    f32 results, no bf16 convert of a weight. The --json outputs report P.
 # 4. A CPU without AVX512-BF16 as oneDNN sees it (DNNL_MAX_CPU_ISA): bf16 is
 #    one error line and a non-zero exit; int8 runs (its bf16 state widened in
-#    software) with the same figure, and its plan runs txl:int8_linear.
+#    software) with the same figure, and its plan runs txl:int8_linear (and
+#    for segments, on a CPU with AVX512-VNNI, txl:int8_linear:vnni too).
 # 5. A state saved at P is f32 in the file, and a run continued from it gives
 #    the hidden states of one uninterrupted run, bit for bit.
 set -u
@@ -98,6 +99,14 @@ if [ "$P" = bf16 ]; then
 else
   "$TXLC" bench "$M/kjv-char" --qlen 1 --repetitions 1 --segments 2 --no-probe --precision int8 --profile 2>/dev/null |
     grep -q 'linear kernel txl:int8_linear' || bad "the int8 plan runs no txl:int8_linear"
+  # Segments quantize their activations on a CPU with AVX512-VNNI; the first
+  # layer's projections (reading the embedding) keep f32 activations.
+  if grep -qw avx512_vnni /proc/cpuinfo; then
+    "$TXLC" bench "$M/kjv-char" --qlen 8 --repetitions 1 --segments 2 --no-probe --precision int8 --profile \
+      2>/dev/null > "$T/profile" || bad "bench --qlen 8 --precision int8 --profile"
+    grep -q 'linear kernel txl:int8_linear:vnni' "$T/profile" || bad "the int8 segment plan runs no txl:int8_linear:vnni"
+    grep -Eq 'linear kernel txl:int8_linear( \(|$)' "$T/profile" || bad "the int8 segment plan runs no txl:int8_linear"
+  fi
   noBf16=$(DNNL_MAX_CPU_ISA=AVX512_CORE "$TXLC" score "$M/kjv-char" "$M/kjv-char/valid.txt" --precision int8 --json \
     2>"$T/err" | key nll_per_token)
   [ -n "$noBf16" ] && [ "$noBf16" = "$direct" ] ||
