@@ -19,13 +19,15 @@
 // up to the op's rows) and pads the gathered block with zero rows to the
 // smallest bucket that holds it; a bucket's primitive is made when a run
 // first needs it. A bucket whose primitive would want the weight in another
-// packed layout than the largest's is left out. Int8 weights run lowerInt8Linear's kernels
+// packed layout than the largest's, or would run another implementation, is
+// left out (its rows take a larger bucket). Int8 weights run lowerInt8Linear's kernels
 // (backend/kernels/int8_linear.h, int8_vnni.h) on exactly the gathered rows:
 // their rows do not depend on the other rows by contract. The projection at
 // one row runs txl:gemv, as lowerMatMul does for [1, 1, d] · [d, e].
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "backend/kernels/gemv.h"
 #include "backend/kernels/int8_linear.h"
@@ -110,37 +112,42 @@ void Lowering::lowerLogprobPickGathered(ir::Node n, const std::vector<View>& ops
   const bool constW = !int8 && packsWeight(w);
   const bool gemvProj = proj && rows == 1 && opt_.ownGemv;  // lowerMatMul's choice at one row
   const std::vector<std::int64_t> sizes = rowBuckets(rows);
+  std::string linearImpl, projImpl;                           // the largest bucket's, which every bucket must share
   for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {  // the largest first: it decides the packed layout
     const std::int64_t m = *it;
+    const bool largest = m == rows;
     Bucket b;
     b.rows = m;
-    if (proj && !gemvProj) {
-      const memory::desc src({m, d}, memory::data_type::f32, memory::dims{d, 1});
-      const memory::desc wts({d, e}, memory::data_type::f32, memory::dims{e, 1});
-      const memory::desc dst({m, e}, memory::data_type::f32, memory::dims{e, 1});
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wts, dst), scratchpadAttr(), plan_.engine);
-      b.proj = Product{pd,
-                       {{DNNL_ARG_SRC, mem(at(gathered, m), src)},
-                        {DNNL_ARG_WEIGHTS, mem(*proj, wts)},
-                        {DNNL_ARG_DST, mem(at(projected, m), dst)}},
-                       std::nullopt};
-      scratch = std::max(scratch, pd.scratchpad_desc().get_size());
-    }
     if (!int8) {
       auto pd = linearPd(plan_.engine, {inType, {m, e}}, w.type, hasBias, constW, ir::DType::F32);
-      if (!weights) {  // every bucket must take the layout of the largest, the one the ungathered linear takes
+      if (largest) {  // the layout and kernel of the ungathered linear
         const memory::desc plainMd = linearPlainWeightsMd(storedWeightType(w));
         weights = constW ? constantWeights(w, plainMd, pd.weights_desc()) : mem(w, pd.weights_desc());
-      } else if (pd.weights_desc() != weights->get_desc()) {
-        continue;  // a bucket whose primitive wants another layout: its rows take a larger bucket
+        linearImpl = pd.impl_info_str();
+      } else if (pd.weights_desc() != weights->get_desc() || pd.impl_info_str() != linearImpl) {
+        continue;  // another layout or kernel: its rows take a larger bucket
       }
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(at(linearIn, m), pd.src_desc())},
                                            {DNNL_ARG_WEIGHTS, *weights},
                                            {DNNL_ARG_DST, mem(at(logits, m), pd.dst_desc())}};
       if (bias) args[DNNL_ARG_BIAS] = mem(*bias, pd.bias_desc());
       b.linear = Product{pd, std::move(args), std::nullopt};
-      scratch = std::max(scratch, pd.scratchpad_desc().get_size());
     }
+    if (proj && !gemvProj) {
+      const memory::desc src({m, d}, memory::data_type::f32, memory::dims{d, 1});
+      const memory::desc wts({d, e}, memory::data_type::f32, memory::dims{e, 1});
+      const memory::desc dst({m, e}, memory::data_type::f32, memory::dims{e, 1});
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wts, dst), scratchpadAttr(), plan_.engine);
+      if (largest) projImpl = pd.impl_info_str();
+      else if (pd.impl_info_str() != projImpl) continue;
+      b.proj = Product{pd,
+                       {{DNNL_ARG_SRC, mem(at(gathered, m), src)},
+                        {DNNL_ARG_WEIGHTS, mem(*proj, wts)},
+                        {DNNL_ARG_DST, mem(at(projected, m), dst)}},
+                       std::nullopt};
+    }
+    for (const auto* p : {&b.proj, &b.linear})
+      if (*p) scratch = std::max(scratch, (*p)->pd.scratchpad_desc().get_size());
     buckets->push_back(std::move(b));
   }
   std::reverse(buckets->begin(), buckets->end());  // the smallest first, for the run's search
