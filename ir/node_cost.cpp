@@ -19,6 +19,13 @@ double matrixProductFlops(const Graph& g, Node n) {
     }
     case OpKind::RelAttention:  // qu · kᵀ, qv · rt and p · v: three [Q, K] x D products per (batch, head)
       return 3 * 2.0 * numel(g.type(n)) * double(g.type(g.operand(n, 2)).shape[0]);
+    case OpKind::LogprobPickGathered: {  // as if every row were in range: rows · proj, then · wᵀ
+      const TensorType& w = g.type(g.operand(n, 1));
+      double f = 2.0 * numel(g.type(n)) * double(w.shape[0]) * double(w.shape[1]);
+      if (g.op(n).attrs.getBool("proj"))
+        f += 2.0 * numel(g.type(n)) * double(g.type(g.operand(n, 0)).shape.back()) * double(w.shape[1]);
+      return f;
+    }
     default:
       return 0;
   }
@@ -58,6 +65,13 @@ double nodeFlops(const Graph& g, Node n) {
     case OpKind::LogprobPick: {  // a log-sum-exp per row (and of y's row), as if every target were in range
       double f = 5.0 * numel(g.type(g.operand(n, 0)));
       if (g.numOperands(n) == 3) f += 5.0 * numel(g.type(g.operand(n, 2)));
+      return f;
+    }
+    case OpKind::LogprobPickGathered: {  // the products, the bias, the log-sum-exps (and y's), every row in range
+      const auto& a = g.op(n).attrs;
+      const double logits = numel(out) * double(g.type(g.operand(n, 1)).shape[0]);
+      double f = matrixProductFlops(g, n) + logits * (5.0 + double(a.getBool("bias")));
+      if (a.has("column")) f += 5.0 * numel(g.type(g.operand(n, 3 + std::size_t(a.getBool("bias")))));
       return f;
     }
     default:

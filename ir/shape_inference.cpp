@@ -289,6 +289,39 @@ Inferred logprobPick(const std::vector<TensorType>& ops, const Attrs& attrs) {
   return ok({DType::F32, idx.shape});
 }
 
+// Operands x, w, idx, then bias, y, proj as the attributes say; the checks
+// of logprob_pick on the logits' type [..., N].
+Inferred logprobPickGathered(const std::vector<TensorType>& ops, const Attrs& attrs) {
+  for (const char* key : {"bias", "proj"})
+    if (attrs.has(key) && attrs.items().at(key).index() != kBool)
+      return fail(std::string("attribute '") + key + "' must be a bool");
+  const bool bias = attrs.getBool("bias"), proj = attrs.getBool("proj"), head = attrs.has("column");
+  const std::size_t expected = 3 + std::size_t(bias) + std::size_t(head) + std::size_t(proj);
+  if (ops.size() != expected)
+    return fail("expected " + std::to_string(expected) + " operands (x, w, idx" + (bias ? ", bias" : "") +
+                (head ? ", y" : "") + (proj ? ", proj" : "") + "), got " + std::to_string(ops.size()));
+  const auto& x = ops[0];
+  const auto& w = ops[1];
+  if (x.dtype != DType::F32 || x.rank() < 1) return fail("x must be f32[..., d], got " + x.str());
+  if (w.rank() != 2 || w.dtype == DType::I64) return fail("w must be f32 or bf16 [N, e], got " + w.str());
+  std::int64_t features = x.shape.back();
+  if (proj) {
+    const auto& p = ops.back();
+    if (p.dtype != DType::F32 || p.rank() != 2 || p.shape[0] != features)
+      return fail("proj must be f32[" + std::to_string(features) + ", e], got " + p.str());
+    features = p.shape[1];
+  }
+  if (w.shape[1] != features)
+    return fail("w " + w.str() + " must have " + std::to_string(features) + " columns (the rows' features)");
+  if (bias && (ops[3].dtype != DType::F32 || ops[3].shape != Shape{w.shape[0]}))
+    return fail("bias must be f32[" + std::to_string(w.shape[0]) + "], got " + ops[3].str());
+  Shape logits = x.shape;
+  logits.back() = w.shape[0];
+  std::vector<TensorType> pick = {{DType::F32, logits}, ops[2]};
+  if (head) pick.push_back(ops[3 + std::size_t(bias)]);
+  return logprobPick(pick, attrs);
+}
+
 Inferred fusedLinear(const std::vector<TensorType>& ops, const Attrs& attrs) {
   for (const char* key : {"bias", "relu", "residual"})
     if (attrs.has(key) && attrs.items().at(key).index() != kBool)
@@ -424,6 +457,8 @@ Inferred inferType(OpKind kind, const std::vector<TensorType>& ops, const Attrs&
       return fusedLinear(ops, attrs);
     case OpKind::LogprobPick:
       return logprobPick(ops, attrs);
+    case OpKind::LogprobPickGathered:
+      return logprobPickGathered(ops, attrs);
   }
   return fail("unknown op");
 }

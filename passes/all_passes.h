@@ -12,6 +12,7 @@
 #include "passes/fuse_epilogues.h"
 #include "passes/fuse_nll.h"
 #include "passes/fuse_rel_shift.h"
+#include "passes/gather_tail_clusters.h"
 #include "passes/bf16_matmuls.h"
 #include "passes/bf16_state.h"
 #include "passes/int8_matmuls.h"

@@ -24,7 +24,8 @@
 // match f32 linears. For each linear / fused_linear with f32 x and a constant
 // f32 weight: replace x and w by convert {dtype = "bf16"} of them (one
 // convert per converted value, shared by its readers) and set
-// out_dtype = "f32".
+// out_dtype = "f32". For each logprob_pick_gathered, its weight only (the op
+// rounds its gathered rows to the weight's dtype).
 #include "passes/bf16_matmuls.h"
 
 #include <map>
@@ -57,6 +58,14 @@ ir::PassResult Bf16Matmuls::run(ir::Graph& g, ir::PassContext& ctx) {
     g.setOperand(n, 0, toBf16(x));
     g.setOperand(n, 1, toBf16(w));
     g.op(n).attrs.set("out_dtype", std::string("f32"));
+    ++count;
+  }
+  // A gathered tail cluster (gather-tail-clusters) rounds its rows to bf16
+  // itself when its weight is bf16: only the weight gets a convert.
+  for (Node n : g.nodesOfKind(OpKind::LogprobPickGathered)) {
+    const Node w = g.operand(n, 1);
+    if (g.type(w).dtype != DType::F32 || !rw::isConstant(g, w)) continue;
+    g.setOperand(n, 1, toBf16(w));
     ++count;
   }
   if (count > 0)

@@ -22,7 +22,8 @@
 // Algorithm: runs last in the pipeline, after the fusions whose patterns
 // match f32 linears. For each linear / fused_linear with f32 x and a constant
 // f32 weight [out, in]: replace the weight by quantize(weight) (one per
-// weight, shared by its readers) and set out_dtype = "f32".
+// weight, shared by its readers) and set out_dtype = "f32"; the weight of a
+// logprob_pick_gathered likewise.
 #include "passes/int8_matmuls.h"
 
 #include <map>
@@ -51,6 +52,15 @@ ir::PassResult Int8Matmuls::run(ir::Graph& g, ir::PassContext& ctx) {
     if (fresh) it->second = g.add(OpKind::Quantize, {w});
     g.setOperand(n, 1, it->second);
     g.op(n).attrs.set("out_dtype", std::string("f32"));
+    ++count;
+  }
+  // A gathered tail cluster (gather-tail-clusters): its weight likewise.
+  for (Node n : g.nodesOfKind(OpKind::LogprobPickGathered)) {
+    const Node w = g.operand(n, 1);
+    if (g.type(w).dtype != DType::F32 || g.kind(w) == OpKind::Quantize || !rw::isConstant(g, w)) continue;
+    auto [it, fresh] = quantized.try_emplace(w, Node{});
+    if (fresh) it->second = g.add(OpKind::Quantize, {w});
+    g.setOperand(n, 1, it->second);
     ++count;
   }
   if (count > 0)

@@ -49,6 +49,10 @@ const std::vector<std::string>& defaultPipeline() {
       // them: needs the canonical forms (no identity slices; one log_softmax
       // per cluster after cse) and is independent of the attention fusions.
       "fuse-nll",
+      // Each tail cluster's products only for the rows whose target lies in
+      // it: matches the logprob_pick ops fuse-nll made over f32 linears,
+      // before the precision passes convert or quantize their weights.
+      "gather-tail-clusters",
       // Last of the fusions: it consumes the linear ops the passes above
       // create or leave (and would hide them from those passes' patterns).
       "fuse-epilogues",

@@ -153,6 +153,22 @@ void logprobPick(const float* x, std::int64_t n, const std::int64_t* idx, std::i
   }
 }
 
+void logprobPickRows(const float* x, std::int64_t n, const std::int64_t* idx, const std::int64_t* positions,
+                     std::int64_t count, const float* y, std::int64_t m, const LogprobPickRange& range, float* out) {
+  const bool parallel = count > 1 && count * (n + m) >= (std::int64_t(1) << 16);  // as logprobPick
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::int64_t p = positions[i];
+    const float* xr = x + i * n;
+    float v = logSoftmaxAt(xr, range.start + idx[p] - range.offset, logSumExpRow(xr, n));
+    if (y) {
+      const float* yr = y + p * m;
+      v += logSoftmaxAt(yr, range.column, logSumExpRow(yr, m));
+    }
+    out[p] = v;
+  }
+}
+
 void relScores(const float* ac, const float* bd, const float* mask, std::int64_t matrices, std::int64_t q,
                std::int64_t k, float scale, float value, bool softmax, float* out) {
   // Rows are independent: split them over the OpenMP team (oneDNN's own,

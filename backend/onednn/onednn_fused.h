@@ -49,4 +49,12 @@ struct LogprobPickRange {
 void logprobPick(const float* x, std::int64_t n, const std::int64_t* idx, std::int64_t rows, const float* y,
                  std::int64_t m, const LogprobPickRange& range, float* out);
 
+// logprob_pick's value for the rows `positions[0..count)` (every target in
+// the range, checked by the caller) from their logits gathered in x
+// [count, n] (row i is position positions[i]); y [rows, m] or null is read at
+// the positions themselves; writes out[positions[i]] only. Row by row the
+// same arithmetic as logprobPick.
+void logprobPickRows(const float* x, std::int64_t n, const std::int64_t* idx, const std::int64_t* positions,
+                     std::int64_t count, const float* y, std::int64_t m, const LogprobPickRange& range, float* out);
+
 }  // namespace txl::backend::kernels

@@ -650,6 +650,8 @@ void Lowering::lowerNode(ir::Node n, std::size_t step, const std::vector<View>& 
       return lowerRelAttention(n, ops, out);
     case ir::OpKind::LogprobPick:
       return lowerLogprobPick(n, ops, out);
+    case ir::OpKind::LogprobPickGathered:
+      return lowerLogprobPickGathered(n, ops, out);
     case ir::OpKind::FusedLinear:
       return lowerFusedLinear(n, ops, out);
     case ir::OpKind::Pick: {

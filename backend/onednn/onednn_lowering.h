@@ -86,6 +86,9 @@ class Lowering {
   const void* packPositionTable(const View& rt, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& packedMd);
   kernels::PositionTable packedPositionTable(const View& rt, const kernels::RelAttentionArgs& a);
   void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
+  // logprob_pick_gathered: the rows in range gathered, the cluster's matmuls
+  // on them, their log-sum-exp and pick (onednn_gathered_nll.cpp).
+  void lowerLogprobPickGathered(ir::Node n, const std::vector<View>& ops, const View& out);
   void lowerFusedLinear(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   // A linear or fused_linear over a quantized weight (View::quantized):
   // txl:int8_linear on the model's int8 rows of it (onednn_int8.cpp).

@@ -109,7 +109,7 @@ bool permuteReadInPlace(const ir::Graph& g, ir::Node n) {
 }  // namespace
 
 // A convert of a dense constant (a weight or a view of one) whose every
-// reader is a linear or fused_linear reading it as its weight: those pack it
+// reader is a linear, fused_linear or logprob_pick_gathered reading it as its weight: those pack it
 // once, converting as they reorder, so the converted value never exists
 // unpacked (bf16-matmuls' weights).
 static bool convertedWhenPacked(const ir::Graph& g, ir::Node n, const Plan& plan, const View& x) {
@@ -118,7 +118,8 @@ static bool convertedWhenPacked(const ir::Graph& g, ir::Node n, const Plan& plan
   const auto users = g.users(n);
   return !users.empty() && std::all_of(users.begin(), users.end(), [&](ir::Node u) {
     const ir::OpKind kind = g.kind(u);
-    if (kind != ir::OpKind::Linear && kind != ir::OpKind::FusedLinear) return false;
+    if (kind != ir::OpKind::Linear && kind != ir::OpKind::FusedLinear && kind != ir::OpKind::LogprobPickGathered)
+      return false;
     for (std::size_t i = 0; i < g.numOperands(u); ++i)
       if ((g.operand(u, i) == n) != (i == 1)) return false;  // the weight, and nothing else
     return true;
@@ -267,6 +268,7 @@ Placement placeValues(const ir::Graph& g, const std::vector<ir::Node>& order, co
       case ir::OpKind::RelScores:
       case ir::OpKind::RelAttention:
       case ir::OpKind::LogprobPick:
+      case ir::OpKind::LogprobPickGathered:
       case ir::OpKind::FusedLinear:
         newArena(p, n, *op.type, t);
         break;

@@ -153,9 +153,10 @@ std::optional<dnnl::primitive_desc> mainPrimitiveDesc(const dnnl::engine& eng, c
     case ir::OpKind::Embedding:
     case ir::OpKind::RelShift:
     case ir::OpKind::Pick:
-    case ir::OpKind::RelScores:  // own kernels (onednn_fused.cpp, rel_attention.cpp)
+    case ir::OpKind::RelScores:  // own kernels (onednn_fused.cpp, rel_attention.cpp, onednn_gathered_nll.cpp)
     case ir::OpKind::RelAttention:
     case ir::OpKind::LogprobPick:
+    case ir::OpKind::LogprobPickGathered:
     case ir::OpKind::Convert:   // a reorder, or nothing (converted as its matmuls pack it)
     case ir::OpKind::Quantize:  // an own kernel, or nothing (quantized as its linears pack it)
       return std::nullopt;

@@ -157,6 +157,14 @@ class ReferencePlan final : public CompiledGraph {
       case OpKind::LogprobPick:
         return ref::logprobPick(x[0], x[1], x.size() == 3 ? &x[2] : nullptr, a.getInt("offset"), a.getInt("start"),
                                 a.getInt("end"), a.getInt("classes"), a.getInt("column", 0));
+      case OpKind::LogprobPickGathered: {  // the unfused chain on every row: the same values where in range
+        const bool bias = a.getBool("bias");
+        Tensor rows = a.getBool("proj") ? ref::matmul(x[0], x.back(), false, false) : x[0];
+        if (x[1].type().dtype == ir::DType::BF16) rows = ref::convert(rows, ir::DType::BF16);
+        const Tensor logits = ref::linear(rows, x[1], bias ? &x[3] : nullptr, ir::DType::F32);
+        return ref::logprobPick(logits, x[2], a.has("column") ? &x[3 + std::size_t(bias)] : nullptr, a.getInt("offset"),
+                                a.getInt("start"), a.getInt("end"), a.getInt("classes"), a.getInt("column", 0));
+      }
       case OpKind::FusedLinear:
         return ref::fusedLinear(x[0], x[1], a.getBool("bias") ? &x[2] : nullptr,
                                 a.getBool("residual") ? &x.back() : nullptr, a.getBool("relu"), resultDType(op));

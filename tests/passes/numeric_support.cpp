@@ -29,7 +29,8 @@ std::int64_t idBound(const ir::Graph& g, Node ids) {
   std::int64_t bound = std::numeric_limits<std::int64_t>::max();
   for (Node u : g.users(ids)) {
     if (g.kind(u) == OpKind::Pick) bound = std::min(bound, g.type(g.operand(u, 0)).shape.back());
-    if (g.kind(u) == OpKind::LogprobPick) bound = std::min(bound, g.op(u).attrs.getInt("classes"));
+    if (g.kind(u) == OpKind::LogprobPick || g.kind(u) == OpKind::LogprobPickGathered)
+      bound = std::min(bound, g.op(u).attrs.getInt("classes"));
     if (g.kind(u) == OpKind::Embedding)
       bound = std::min(bound, g.op(u).attrs.getInt("lo") + g.type(g.operand(u, 0)).shape[0]);
   }

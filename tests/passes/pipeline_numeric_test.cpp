@@ -4,6 +4,7 @@
 // with odd sizes (3 heads of 5, qlen 1, mlen 0, clamp_len shorter than klen,
 // untie_r, pre_lnorm, adaptive embedding and softmax, attn_type 2).
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <random>
 
 #include "backend/onednn/onednn_executor.h"
@@ -209,7 +210,9 @@ TEST_CASE("fuse-nll: the NLL without log-probabilities, targets at every cluster
       ctx.maxKlen = shape.memLen + c.spec.tgt_len;
       passes::runPipeline(optimized, passes::resolvePipeline(withoutMemoryForm(), passes::Precision::F32), {}, ctx);
       INFO(ir::print(optimized));
-      CHECK(count(optimized, OpKind::LogprobPick) == std::size_t(c.spec.clusterCount()));
+      // The head's logprob_pick; each tail cluster's gathered (gather-tail-clusters).
+      CHECK(count(optimized, OpKind::LogprobPick) == 1);
+      CHECK(count(optimized, OpKind::LogprobPickGathered) == std::size_t(c.spec.clusterCount() - 1));
       CHECK(count(optimized, OpKind::LogSoftmax) == 0);
       CHECK(count(optimized, OpKind::Pick) == 0);
 
@@ -231,6 +234,52 @@ TEST_CASE("fuse-nll: the NLL without log-probabilities, targets at every cluster
       }
     }
   }
+}
+
+TEST_CASE("gather-tail-clusters: the NLL bit for bit with and without the pass, at every precision") {
+  auto onednn = backend::makeOnednnExecutor();
+  const std::vector<Case> nllCases = {
+      {"div_val 1, cutoffs 10 and 20 (slices of one table, as WT103)",
+       spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"tie_projs", {false, false, false}}}),
+       {}},
+      {"div_val 2, cutoffs 10 and 20 (a projection per cluster)",
+       spec({{"n_token", 30}, {"cutoffs", {10, 20}}, {"div_val", 2}, {"tie_projs", {false, true, true}}}),
+       {}},
+  };
+  // (qlen, batch): one row (the projection on txl:gemv), and enough rows for several buckets.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 1}, {3, 4}, {13, 3}};
+  for (const Case& c : nllCases)
+    for (auto precision : {passes::Precision::F32, passes::Precision::BF16, passes::Precision::Int8})
+      for (auto [qlen, batch] : shapes) {
+        DYNAMIC_SECTION(c.name << ", precision " << int(precision) << ", qlen " << qlen << ", batch " << batch) {
+          ir::Segment shape = frontend::defaultSegment(c.spec, batch, qlen, 4);
+          shape.logprob = false;
+          ir::Graph literal = frontend::buildSegmentGraph(c.spec, shape);
+          auto build = [&](bool gather) {
+            ir::Graph g = literal;
+            passes::PipelineOptions options = withoutMemoryForm();
+            if (!gather) options.disabled.insert("gather-tail-clusters");
+            ir::PassContext ctx;
+            ctx.maxKlen = shape.memLen + qlen;
+            passes::runPipeline(g, passes::resolvePipeline(options, precision), {}, ctx);
+            return g;
+          };
+          const ir::Graph with = build(true), without = build(false);
+          CHECK(count(with, OpKind::LogprobPickGathered) == 2);
+          CHECK(count(without, OpKind::LogprobPickGathered) == 0);
+          for (std::uint64_t seed : {3u, 4u, 5u}) {
+            auto weights = testing::randomWeights(literal, seed);
+            auto inputs = inputsFor(literal, c.spec, seed);
+            auto targets = inputs.at("targets").span<std::int64_t>();
+            if (seed == 5)  // every target in the head: no tail row at all
+              for (auto& t : targets) t %= 10;
+            const auto a = testing::runGraph(*onednn, with, weights, inputs).at("nll");
+            const auto b = testing::runGraph(*onednn, without, weights, inputs).at("nll");
+            REQUIRE(a.type() == b.type());
+            CHECK(std::memcmp(a.raw(), b.raw(), a.type().bytes()) == 0);
+          }
+        }
+      }
 }
 
 TEST_CASE("fuse-nll does not fire when the graph also outputs the log-probabilities") {
