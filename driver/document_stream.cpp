@@ -46,7 +46,7 @@ DocumentStreamResult scoreDocumentStream(const Model& m, const Setting& setting,
   LineReader reader(job.fd, job.source, kMaxJsonLineBytes);
   std::optional<DocumentFormat> format;
   if (job.format != DocumentFormat::Auto) format = job.format;
-  std::size_t blankHeld = 0;  // blank lines before the first non-blank one, while Auto has not chosen
+  std::size_t blankHeld = 0;      // blank lines before the first non-blank one, while Auto has not chosen
   std::deque<InFlight> inFlight;  // documents base.. in input order
   std::size_t base = 0;           // the index of inFlight.front(): the documents written so far
   std::int64_t tokensAll = 0, failed = 0, predicted = 0;

@@ -37,8 +37,8 @@
 namespace txl::driver {
 
 struct DocumentStreamJob {
-  int fd = 0;                // where the documents come from; read, never closed
-  std::string source = "-";  // names it in messages and the summary's "file"
+  int fd = 0;                                    // where the documents come from; read, never closed
+  std::string source = "-";                      // names it in messages and the summary's "file"
   DocumentFormat format = DocumentFormat::Auto;  // Auto: chosen at the first non-blank line
   EncodeLimits limits;
   bool strict = false;  // a document that cannot be scored is a txl::Error, not an error line

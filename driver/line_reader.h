@@ -44,7 +44,7 @@ class LineReader {
   std::string source_;
   std::size_t maxLine_;
   std::string buffer_;
-  std::size_t start_ = 0;  // where the next line begins in buffer_
+  std::size_t start_ = 0;    // where the next line begins in buffer_
   std::size_t scanned_ = 0;  // buffer_ holds no '\n' in [start_, scanned_)
   bool ended_ = false;
   std::int64_t lines_ = 0;
