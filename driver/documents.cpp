@@ -127,14 +127,9 @@ nlohmann::json parseBoundedLine(std::string_view line, std::size_t lineNo, const
 }
 
 bool looksLikeJsonLines(const std::vector<std::string_view>& lines, const std::string& source) {
-  for (std::size_t n = 0; n < lines.size(); ++n) {
-    const std::string_view line = lines[n];
-    const std::size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos) continue;
-    if (line[first] != '{') return false;
-    const nlohmann::json j = parseBoundedLine(line, n + 1, source);
-    return j.is_object() && j.contains("text");
-  }
+  for (std::size_t n = 0; n < lines.size(); ++n)
+    if (const std::optional<DocumentFormat> f = formatFromLine(lines[n], std::int64_t(n) + 1, source))
+      return *f == DocumentFormat::JsonLines;
   return false;
 }
 
@@ -161,6 +156,38 @@ std::size_t invalidUtf8(std::string_view s) {
 
 }  // namespace
 
+std::optional<DocumentFormat> formatFromLine(std::string_view line, std::int64_t lineNo, const std::string& source) {
+  const std::size_t first = line.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return std::nullopt;
+  if (line[first] != '{') return DocumentFormat::Lines;
+  const nlohmann::json j = parseBoundedLine(line, std::size_t(lineNo), source);
+  return j.is_object() && j.contains("text") ? DocumentFormat::JsonLines : DocumentFormat::Lines;
+}
+
+Document parseDocumentLine(std::string_view line, std::int64_t lineNo, const std::string& source,
+                           DocumentFormat format) {
+  TXL_CHECK(format != DocumentFormat::Auto, "a document line parsed before its format was chosen");
+  Document d;
+  d.line = lineNo;
+  d.id = d.line;
+  if (format == DocumentFormat::Lines) {
+    d.text = std::string(line);
+    return d;
+  }
+  const nlohmann::json j = parseBoundedLine(line, std::size_t(lineNo), source);
+  if (j.is_discarded() || !j.is_object()) {
+    d.error = "line " + std::to_string(d.line) + ": expected a JSON object with a \"text\" string, got " +
+              (j.is_discarded() ? "text that is not JSON" : std::string("a JSON ") + j.type_name());
+  } else {
+    if (j.contains("id")) d.id = j["id"];
+    if (!j.contains("text") || !j["text"].is_string())
+      d.error = "line " + std::to_string(d.line) + ": expected a \"text\" string, got " +
+                (j.contains("text") ? std::string("a JSON ") + j["text"].type_name() : std::string("none"));
+    else d.text = j["text"].get<std::string>();
+  }
+  return d;
+}
+
 std::vector<Document> parseDocuments(std::string_view content, const std::string& source, DocumentFormat format) {
   const std::vector<std::string_view> lines = splitLines(content);
   if (format == DocumentFormat::Auto)
@@ -169,27 +196,8 @@ std::vector<Document> parseDocuments(std::string_view content, const std::string
                  : DocumentFormat::Lines;
   std::vector<Document> docs;
   docs.reserve(lines.size());
-  for (std::size_t n = 0; n < lines.size(); ++n) {
-    Document d;
-    d.line = std::int64_t(n) + 1;
-    d.id = d.line;
-    if (format == DocumentFormat::Lines) {
-      d.text = std::string(lines[n]);
-    } else {
-      const nlohmann::json j = parseBoundedLine(lines[n], n + 1, source);
-      if (j.is_discarded() || !j.is_object()) {
-        d.error = "line " + std::to_string(d.line) + ": expected a JSON object with a \"text\" string, got " +
-                  (j.is_discarded() ? "text that is not JSON" : std::string("a JSON ") + j.type_name());
-      } else {
-        if (j.contains("id")) d.id = j["id"];
-        if (!j.contains("text") || !j["text"].is_string())
-          d.error = "line " + std::to_string(d.line) + ": expected a \"text\" string, got " +
-                    (j.contains("text") ? std::string("a JSON ") + j["text"].type_name() : std::string("none"));
-        else d.text = j["text"].get<std::string>();
-      }
-    }
-    docs.push_back(std::move(d));
-  }
+  for (std::size_t n = 0; n < lines.size(); ++n)
+    docs.push_back(parseDocumentLine(lines[n], std::int64_t(n) + 1, source, format));
   return docs;
 }
 
@@ -248,32 +256,56 @@ EncodedDocument encodeDocument(const Document& doc, const frontend::Vocabulary& 
 
 bool scoreDocuments(backend::Session& session, std::span<const std::span<const std::int64_t>> docs,
                     const PackOptions& options, const std::function<void(std::size_t, const DocumentScore&)>& done) {
+  for (const auto& d : docs) TXL_CHECK(d.size() >= 2, "a document of fewer than 2 tokens reached the scheduler");
+  std::size_t taken = 0;
+  const DocumentFeed inOrder = [&](bool) -> std::optional<FedDocument> {
+    if (taken == docs.size()) return std::nullopt;
+    const std::size_t i = taken++;
+    return FedDocument{i, docs[i]};
+  };
+  return scoreFedDocuments(session, inOrder, options, done);
+}
+
+bool scoreFedDocuments(backend::Session& session, const DocumentFeed& feed, const PackOptions& options,
+                       const std::function<void(std::size_t, const DocumentScore&)>& done) {
   const std::int64_t batch = session.model().info().batch, qlen = options.qlen;
   TXL_CHECK(qlen >= 1, "qlen must be positive");
-  for (const auto& d : docs) TXL_CHECK(d.size() >= 2, "a document of fewer than 2 tokens reached the scheduler");
   session.reset();
   session.padAlways(true);
   struct Stream {
-    std::size_t doc = 0;
     bool active = false;
+    FedDocument doc;
     std::int64_t next = 0;  // the next input position of the document
     DocumentScore score;
   };
   std::vector<Stream> streams(static_cast<std::size_t>(batch));
-  std::size_t taken = 0;
-  const auto take = [&](std::int64_t b, Stream& s) {
-    s = Stream{};
-    if (taken == docs.size()) return;
-    s.doc = taken++;
-    s.active = true;
-    session.resetStream(b);
+  const auto anyActive = [&] {
+    return std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.active; });
   };
-  for (std::int64_t b = 0; b < batch; ++b) take(b, streams[std::size_t(b)]);
+  // Stream b takes the feed's next document, if it has one (waiting for it only when `wait`).
+  const auto take = [&](std::int64_t b, bool wait) {
+    Stream& s = streams[std::size_t(b)];
+    std::optional<FedDocument> d = feed(wait);
+    if (!d) return false;
+    TXL_CHECK(d->ids.size() >= 2, "a document of fewer than 2 tokens reached the scheduler");
+    s = Stream{.active = true, .doc = *d, .next = 0, .score = {}};
+    session.resetStream(b);
+    return true;
+  };
   ir::Tensor tokens = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
   ir::Tensor targets = ir::Tensor::zeros({ir::DType::I64, {qlen, batch}});
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(batch));
-  while (std::any_of(streams.begin(), streams.end(), [](const Stream& s) { return s.active; })) {
+  for (;;) {
     if (options.stop && options.stop()) return false;
+    // Idle streams take what is ready; with every stream idle, the first waits for the next document.
+    bool more = true;
+    for (std::int64_t b = 0; b < batch && more; ++b)
+      if (!streams[std::size_t(b)].active) more = take(b, false);
+    if (!anyActive()) {
+      if (!take(0, true)) return true;  // the feed has ended
+      for (std::int64_t b = 1; b < batch && take(b, false); ++b) {
+      }
+    }
     auto* tok = tokens.data<std::int64_t>();
     auto* tgt = targets.data<std::int64_t>();
     std::fill(tok, tok + qlen * batch, 0);  // token 0 behind a document's end and on idle streams
@@ -283,7 +315,7 @@ bool scoreDocuments(backend::Session& session, std::span<const std::span<const s
       std::int64_t& len = lengths[std::size_t(b)];
       len = 0;
       if (!s.active) continue;
-      const std::span<const std::int64_t> ids = docs[s.doc];
+      const std::span<const std::int64_t> ids = s.doc.ids;
       len = std::min(qlen, std::int64_t(ids.size()) - 1 - s.next);
       for (std::int64_t t = 0; t < len; ++t) {
         tok[t * batch + b] = ids[std::size_t(s.next + t)];
@@ -301,14 +333,13 @@ bool scoreDocuments(backend::Session& session, std::span<const std::span<const s
       s.score.tokens += len;
       s.next += len;
       predicted += len;
-      if (s.next == std::int64_t(docs[s.doc].size()) - 1) {
-        done(s.doc, s.score);
-        take(b, s);
+      if (s.next == std::int64_t(s.doc.ids.size()) - 1) {
+        s.active = false;
+        done(s.doc.index, s.score);
       }
     }
     if (options.afterSegment) options.afterSegment(predicted);
   }
-  return true;
 }
 
 namespace {

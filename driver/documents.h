@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,6 +68,13 @@ struct Document {
 // for a JSON line past the bounds above ("docs.jsonl: line 3: ...").
 std::vector<Document> readDocuments(const std::string& path, DocumentFormat format);
 std::vector<Document> parseDocuments(std::string_view content, const std::string& source, DocumentFormat format);
+// One line of a corpus (no line break) as the document of line `lineNo`, in
+// `format` (Lines or JsonLines, not Auto): what parseDocuments makes of it.
+Document parseDocumentLine(std::string_view line, std::int64_t lineNo, const std::string& source,
+                           DocumentFormat format);
+// Auto's choice, made at a corpus's first non-blank line: JsonLines for a
+// JSON object with a "text" field, else Lines; none for a blank line.
+std::optional<DocumentFormat> formatFromLine(std::string_view line, std::int64_t lineNo, const std::string& source);
 
 struct EncodeLimits {
   std::int64_t maxTokens = std::int64_t(1) << 20;  // a longer document is an error line
@@ -103,6 +111,22 @@ struct PackOptions {
 // when `options.stop` ended it before every document was done.
 bool scoreDocuments(backend::Session& session, std::span<const std::span<const std::int64_t>> docs,
                     const PackOptions& options, const std::function<void(std::size_t, const DocumentScore&)>& done);
+
+// The next document for an idle stream: its index (what `done` is called
+// with) and its tokens (at least 2, valid until it is done), or none. `wait`
+// false: only a document ready at once (other streams are at work); true:
+// every stream is idle, so it may wait for one; none then ends the scoring.
+struct FedDocument {
+  std::size_t index = 0;
+  std::span<const std::int64_t> ids;
+};
+using DocumentFeed = std::function<std::optional<FedDocument>(bool wait)>;
+
+// scoreDocuments over documents taken from `feed` as streams fall idle
+// (documents that arrive while the scoring runs: driver/document_stream.h);
+// a stream with nothing to take runs idle (token 0) until one comes.
+bool scoreFedDocuments(backend::Session& session, const DocumentFeed& feed, const PackOptions& options,
+                       const std::function<void(std::size_t, const DocumentScore&)>& done);
 
 // The output line of a document (no line break): {"id", "tokens",
 // "nll_sum", "perplexity", "bits_per_token", "unk_tokens"}, or {"id",

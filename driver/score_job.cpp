@@ -289,6 +289,15 @@ std::vector<DocumentOutcome> keptOutcomes(std::string_view kept) {
 
 }  // namespace
 
+void checkDocumentStreams(const Model& m, const Setting& setting) {
+  const backend::ModelInfo info = modelInfo(m.spec, setting);
+  if (setting.batch > 1 && info.memLen > 0 && !info.padWarmup &&
+      setting.initialMemory != frontend::InitialMemory::Zeros)
+    throw Error("--documents with --batch " + std::to_string(setting.batch) +
+                ": this model's streams cannot start afresh one by one (attn_type " + std::to_string(m.spec.attn_type) +
+                " has no padded plans); use --batch 1");
+}
+
 DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const DocumentJob& job, Processes& procs,
                                    SplitPhase& phase) {
   const int rank = procs.rank(), ranks = procs.size();
@@ -335,12 +344,7 @@ DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const
       if (!kept.empty()) checkRunRecord(runRecordPath(job.output), from, record);
     }
   }
-  const backend::ModelInfo info = modelInfo(m.spec, setting);
-  if (setting.batch > 1 && info.memLen > 0 && !info.padWarmup &&
-      setting.initialMemory != frontend::InitialMemory::Zeros)
-    throw Error("--documents with --batch " + std::to_string(setting.batch) +
-                ": this model's streams cannot start afresh one by one (attn_type " + std::to_string(m.spec.attn_type) +
-                " has no padded plans); use --batch 1");
+  checkDocumentStreams(m, setting);
   // The documents still to score, and this rank's share: every ranks-th.
   std::vector<std::size_t> todo, mine;
   for (std::size_t i = resumed; i < docs.size(); ++i)

@@ -119,6 +119,10 @@ struct DocumentJobResult {
   bool ranksUnfinished = false;            // interrupted with ranks still at work: the caller ends the run
 };
 
+// txl::Error when the setting's batch streams cannot take documents one by
+// one (a model without padded plans at --batch above 1).
+void checkDocumentStreams(const Model& m, const Setting& setting);
+
 // The summary as one line for stderr: "txlc: score: N documents (F with
 // errors, R resumed), T tokens, nll_sum ..., B bits/token; ... on K ranks".
 std::string documentSummaryLine(const nlohmann::json& summary);

@@ -168,6 +168,30 @@ py::dict score(const std::shared_ptr<PyModel>& pm, const py::object& source, boo
   return d;
 }
 
+// Whether `source` is a list (or tuple) of texts rather than token ids: a
+// non-empty one whose items are str. TypeError for one that mixes str with others.
+bool isTextList(const py::object& source) {
+  if (!py::isinstance<py::list>(source) && !py::isinstance<py::tuple>(source)) return false;
+  const py::sequence items = py::reinterpret_borrow<py::sequence>(source);
+  if (items.size() == 0 || !py::isinstance<py::str>(items[0])) return false;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (!py::isinstance<py::str>(items[i]))
+      throw py::type_error("score: a list of texts holds a " +
+                           std::string(py::str(py::type::handle_of(items[i]).attr("__name__"))) + " at index " +
+                           std::to_string(i) + ", expected every item a str");
+  return true;
+}
+
+// score() of each text of a list, in order: one compiled model, one result dict per text.
+py::list scoreTexts(const std::shared_ptr<PyModel>& pm, const py::object& texts, bool ids, bool perToken,
+                    const py::object& isText, const py::kwargs& kwargs) {
+  const py::object asText = isText.is_none() ? py::object(py::bool_(true)) : isText;
+  py::list results;
+  for (const py::handle item : texts)
+    results.append(score(pm, py::reinterpret_borrow<py::object>(item), ids, perToken, asText, kwargs));
+  return results;
+}
+
 py::object inspect(const std::shared_ptr<PyModel>& pm, const py::object& stageObject, const py::object& formatObject,
                    bool stats, std::optional<std::int64_t> qlen, std::optional<std::int64_t> mlen, std::int64_t batch,
                    const py::object& outputsObject, const py::kwargs& kwargs) {
@@ -285,7 +309,10 @@ may run on different threads at once.)")
       .def(
           "score",
           [](const std::shared_ptr<PyModel>& p, const py::object& source, bool ids, bool perToken,
-             const py::object& text, const py::kwargs& kw) { return score(made(p), source, ids, perToken, text, kw); },
+             const py::object& text, const py::kwargs& kw) -> py::object {
+            if (isTextList(source)) return scoreTexts(made(p), source, ids, perToken, text, kw);
+            return score(made(p), source, ids, perToken, text, kw);
+          },
           py::arg("text_or_path"), py::kw_only(), py::arg("ids") = false, py::arg("per_token") = false,
           py::arg("text") = py::none(),
           R"(score(text_or_path, *, ids=False, per_token=False, text=None, **setting) -> dict
@@ -299,7 +326,10 @@ array, with per_token=True).
 text_or_path: a file (an os.PathLike, or a str that names a file or looks
 like a path), the text itself (a str; text=True insists), or token ids (a
 sequence or an integer array). ids=True reads the file or str as
-whitespace-separated token ids. The GIL is released while it runs.)")
+whitespace-separated token ids. A list (or tuple) of str is several texts:
+score returns a list, each text's dict in order, as score(text, text=True)
+returns it (text=False: the strs are files). The GIL is released while it
+runs.)")
       .def(
           "generate", &makeGeneration, py::arg("prompt"), py::arg("n") = 200, py::kw_only(),
           py::arg("temperature") = py::none(), py::arg("top_k") = py::none(), py::arg("top_p") = py::none(),

@@ -129,6 +129,17 @@ class Model:
         memory: Literal["kv", "hidden"] | None = ...,
         precision: Literal["f32", "bf16", "int8"] | None = ...,
     ) -> Session: ...
+    @overload
+    def score(
+        self,
+        text_or_path: list[str] | tuple[str, ...],
+        *,
+        ids: bool = False,
+        per_token: bool = False,
+        text: bool | None = None,
+        **setting: Any,
+    ) -> list[dict[str, Any]]: ...
+    @overload
     def score(
         self,
         text_or_path: str | os.PathLike[str] | _Ids,

@@ -2,7 +2,8 @@
 //
 // The flags, the progress lines and the printing of the score job
 // (driver/score_job.h: a text's totals, or one JSON line per document, in
-// one process or split under mpirun, docs/SCALE.md); docs/CLI.md.
+// one process or split under mpirun, docs/SCALE.md; `--documents -`: the
+// documents as they arrive on stdin, driver/document_stream.h); docs/CLI.md.
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "driver/document_stream.h"
 #include "driver/score_job.h"
 #include "frontend/atomic_file.h"
 #include "ir/check.h"
@@ -103,7 +105,56 @@ int runText(const Options& o, driver::Processes& procs, driver::SplitPhase& phas
   return code;
 }
 
+// The documents' progress: documents scored (of how many, when known), tokens and tokens/s.
+void showDocumentProgress(ProgressDisplay& bar, const driver::DocumentProgress& p) {
+  std::ostringstream detail;
+  detail << (p.ranks > 1 ? "on " + std::to_string(p.ranks) + " ranks, " : "") << p.predicted << " tokens, "
+         << std::fixed << std::setprecision(0) << (p.seconds > 0 ? double(p.predicted) / p.seconds : 0.0)
+         << " tokens/s";
+  bar.update(std::int64_t(p.scored), std::int64_t(p.todo), p.seconds, detail.str());
+}
+
+// The summary: to --summary FILE, else as a line on stderr.
+void writeSummary(const Options& o, const nlohmann::json& j) {
+  if (!o.summary.empty()) {
+    const std::string text = j.dump(2) + "\n";
+    frontend::AtomicFile f(o.summary, 0644);
+    f.write(text.data(), text.size());
+    f.commit();
+  } else std::cerr << driver::documentSummaryLine(j) << std::endl;
+}
+
+// `--documents -`: each document's line as soon as it is scored, while stdin stays open (driver/document_stream.h).
+int runDocumentStream(const Options& o) {
+  driver::Model m = o.model.open();
+  const driver::Setting setting = o.model.setting(m);
+  const bool show = o.showProgress();
+  ProgressDisplay bar("score", "documents", stderrIsTerminal());
+  const driver::DocumentStreamJob job{.fd = 0,
+                                      .source = "-",
+                                      .format = driver::documentFormat(o.documentsFormat),
+                                      .limits = {o.maxTokens},
+                                      .strict = o.strict,
+                                      .output = o.output,
+                                      .stream = &std::cout,
+                                      .threads = o.model.threads,
+                                      .catchInterrupts = true,
+                                      .compiled = nullptr,
+                                      .progress = [&](const driver::DocumentProgress& p) {
+                                        if (show) showDocumentProgress(bar, p);
+                                      }};
+  const driver::DocumentStreamResult r = driver::scoreDocumentStream(m, setting, job);
+  bar.finish();
+  if (r.signal != 0)
+    std::cerr << "txlc: score: interrupted by " << signalName(r.signal) << " after " << r.written << " of " << r.read
+              << " documents read; the totals are partial"
+              << (r.partialPath.empty() ? "" : "; " + r.partialPath + " holds their lines") << std::endl;
+  writeSummary(o, r.summary);
+  return r.signal != 0 ? 128 + r.signal : kExitOk;
+}
+
 int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase& phase) {
+  if (o.documents == "-") return runDocumentStream(o);
   driver::Model m = o.model.open();
   const driver::Setting setting = o.model.setting(m);
   const bool show = o.showProgress();
@@ -120,12 +171,7 @@ int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase&
                                 .catchInterrupts = true,
                                 .compiled = nullptr,
                                 .progress = [&](const driver::DocumentProgress& p) {
-                                  if (!show) return;
-                                  std::ostringstream detail;
-                                  detail << (p.ranks > 1 ? "on " + std::to_string(p.ranks) + " ranks, " : "")
-                                         << p.predicted << " tokens, " << std::fixed << std::setprecision(0)
-                                         << (p.seconds > 0 ? double(p.predicted) / p.seconds : 0.0) << " tokens/s";
-                                  bar.update(p.scored, p.todo, p.seconds, detail.str());
+                                  if (show) showDocumentProgress(bar, p);
                                 }};
   const driver::DocumentJobResult r = driver::scoreDocumentJob(m, setting, job, procs, phase);
   if (!r.root) return r.signal != 0 ? 128 + r.signal : kExitOk;
@@ -137,12 +183,7 @@ int runDocuments(const Options& o, driver::Processes& procs, driver::SplitPhase&
               << job.docs.size() << " documents; the totals are partial"
               << (r.partialPath.empty() ? "" : "; " + r.partialPath + " holds their lines (--resume continues)")
               << std::endl;
-  if (!o.summary.empty()) {
-    const std::string text = j.dump(2) + "\n";
-    frontend::AtomicFile f(o.summary, 0644);
-    f.write(text.data(), text.size());
-    f.commit();
-  } else std::cerr << driver::documentSummaryLine(j) << std::endl;
+  writeSummary(o, j);
   if (!interrupted) return kExitOk;
   if (r.ranksUnfinished) procs.abort(128 + r.signal);  // a rank that missed the signal would wait for rank 0 forever
   return 128 + r.signal;
@@ -204,6 +245,10 @@ void registerScore(CLI::App& app, Action& action) {
     for (CLI::Option* opt : docOnly)
       if (!documents->count() && opt->count()) throw CLI::ValidationError(opt->get_name(), "needs --documents");
     if (o->resume && (o->output.empty() || o->output == "-")) throw CLI::ValidationError("--resume", "needs -o FILE");
+    if (o->resume && o->documents == "-")
+      throw CLI::ValidationError("--resume",
+                                 "needs a file of documents: - (stdin) is read once, as it arrives, so "
+                                 "what an earlier run completed cannot be checked against it");
     if (o->output == "-") o->output.clear();  // the lines to stdout, as without -o
     if (!o->summary.empty() && !o->output.empty()) {
       namespace fs = std::filesystem;

@@ -101,6 +101,28 @@ int main(int argc, char** argv) {
         break;
       }
     }
+    // A standalone executable's MODEL is the one it carries: -m naming
+    // this executable is taken (and dropped), -m naming another is refused.
+    for (int i = 2; i < argc && embeddedArtifact(); ++i) {
+      const std::string a = argv[i];
+      if (a == "--") break;
+      const bool separate = a == "-m" || a == "--model";
+      if (!separate && !a.starts_with("--model=")) continue;
+      const std::string value = separate ? (i + 1 < argc ? argv[i + 1] : "") : a.substr(8);
+      std::error_code ec;
+      if (!value.empty() && std::filesystem::equivalent(value, "/proc/self/exe", ec)) {
+        const int n = separate ? 2 : 1;
+        std::copy(argv + i + n, argv + argc, argv + i);
+        argc -= n;
+        break;
+      }
+      std::cerr << "txlc: error: " << (separate ? a : std::string("--model")) << " "
+                << oneLine(txl::clip(value.empty() ? "(no value)" : value)) << ": " << program
+                << " runs the model it carries ('" << program
+                << " info' describes it); drop -m, or run another model with txlc " << oneLine(txl::clip(name))
+                << " MODEL" << std::endl;
+      return kExitUsage;
+    }
     // A flag the command does not take is named first, with the nearest it does take.
     if (const std::string m = unknownFlagMessage(*named.front(), 2, argc, argv); !m.empty()) {
       std::cerr << "txlc: error: " << oneLine(m) << " (run '" << program << " " << oneLine(txl::clip(name))

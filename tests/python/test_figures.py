@@ -59,3 +59,25 @@ def test_kjv_char_setting_keywords_and_spec_file_form(txlc, tmp_path):
     cli = txlc_json("score", d, path, "--mem-len", 0, "--batch", 2)
     assert {k: got[k] for k in SAME + ["bits_per_char"]} == {k: cli[k] for k in SAME + ["bits_per_char"]}
     assert got["file"] == "<text>" and got["mem_len"] == 0 and got["batch"] == 2
+
+
+def test_a_list_of_texts_scores_each_as_the_command_line_does(txlc, kjv_char, tmp_path):
+    # Model.score([text, ...]) -> one dict per text, in order: each text's `txlc score --json` figures.
+    lines = [l for l in (MODELS / "kjv-char" / "valid.txt").read_text().splitlines() if len(l) > 40][:3]
+    got = kjv_char.score(lines, threads=1)
+    assert isinstance(got, list) and len(got) == len(lines)
+    for i, line in enumerate(lines):
+        path = tmp_path / f"text{i}.txt"
+        path.write_text(line)
+        cli = txlc_json("score", MODELS / "kjv-char", path, "--threads", 1)
+        assert {k: got[i][k] for k in SAME} == {k: cli[k] for k in SAME}, i
+    assert [g["tokens"] for g in got] == [kjv_char.score(l, text=True, threads=1)["tokens"] for l in lines]
+    # A tuple is a list; per_token applies to each text.
+    each = kjv_char.score(tuple(lines[:2]), per_token=True, threads=1)
+    assert [len(e["per_token_nll"]) for e in each] == [g["tokens"] for g in got[:2]]
+    # text=False: the strs are files.
+    assert kjv_char.score([str(tmp_path / "text0.txt")], text=False, threads=1)[0]["tokens"] == got[0]["tokens"]
+    # A list of int is still token ids; one that mixes str with others is refused.
+    assert isinstance(kjv_char.score([5, 6, 7]), dict)
+    with pytest.raises(TypeError, match="holds a int at index 1"):
+        kjv_char.score(["In the beginning", 3])

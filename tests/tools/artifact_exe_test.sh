@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/tools/artifact_exe_test.sh TXLC MODELS_DIR - compile to an artifact and a
 # standalone executable; both score a text exactly as the model directory does,
-# generate the same text for the same seed, and run from another directory.
+# generate the same text for the same seed, and run from another directory; the
+# executable takes -m naming itself and refuses -m naming another model.
 set -eu
 TXLC=$1
 M=$2
@@ -17,6 +18,15 @@ art=$("$TXLC" score "$T/kjv.txla" "$T/part.txt" --json | key nll_sum)
 exe=$(cd / && "$T/kjv" score "$T/part.txt" --json | key nll_sum)
 echo "nll_sum: directory $dir, artifact $art, executable $exe"
 [ "$dir" = "$art" ] && [ "$dir" = "$exe" ]
+
+# -m naming the executable itself is taken (txlc's -m MODEL); naming another model is one line, exit 2.
+mself=$(cd / && "$T/kjv" score -m "$T/kjv" "$T/part.txt" --json | key nll_sum)
+[ "$mself" = "$dir" ] || { echo "score -m ITSELF: nll_sum $mself, expected $dir"; exit 1; }
+rc=0
+(cd / && "$T/kjv" score "$T/part.txt" --model="$M/kjv-words" > "$T/m.out" 2> "$T/m.err") || rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l < "$T/m.err")" -eq 1 ] && [ ! -s "$T/m.out" ] &&
+  grep -q "error: --model $M/kjv-words: kjv runs the model it carries ('kjv info' describes it)" "$T/m.err" ||
+  { echo "score --model=OTHER in an executable: exit $rc, $(cat "$T/m.err")"; exit 1; }
 
 g1=$("$TXLC" generate "$T/kjv.txla" --prompt "Joh3:16 For God" -n 40 --seed 3 2>/dev/null)
 g2=$(cd / && "$T/kjv" generate --prompt "Joh3:16 For God" -n 40 --seed 3 2>/dev/null)
