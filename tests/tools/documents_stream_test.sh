@@ -31,6 +31,7 @@ start() {
   name=$1
   shift
   mkfifo "$T/$name.fifo"
+  : > "$T/$name.out"  # the child opens it only once the FIFO has a writer (exec 3> below)
   "$TXLC" score "$M/kjv-char" --documents - --threads 1 "$@" < "$T/$name.fifo" > "$T/$name.out" 2> "$T/$name.err" &
   pid=$!
   exec 3> "$T/$name.fifo"
