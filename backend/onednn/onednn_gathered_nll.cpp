@@ -164,14 +164,8 @@ void Lowering::lowerLogprobPickGathered(ir::Node n, const std::vector<View>& ops
   if (int8) {
     TXL_CHECK(w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
               "int8 rows of " + w.type.str());
-    if (opt_.int8Activations && rows > kernels::kInt8VnniMaxRowsWidened && e <= kernels::kInt8VnniMaxK &&
-        platform().avx512Vnni) {
-      const ir::Tensor* user = plan_.buffers[w.buffer].weight;
-      const PackedWeights::Source source{user, w.offset};
-      int8Vnni = packs_.getInt8Vnni(reinterpret_cast<const float*>(plan_.ptr(w)), classes, e, threadCount(), &source);
-      plan_.countShared(int8Vnni.get(), int8Vnni->size());
-      packedNow_.push_back(w.buffer);
-      if (user) packs_.notePacked(*user, w.offset, w.type.bytes());
+    if (int8Activations(g_.operand(n, 0), x, rows, e)) {
+      int8Vnni = int8VnniWeights(w, e);
     } else {
       int8Rows = int8Weights(w);
     }

@@ -67,6 +67,31 @@ bool readsEmbedding(const ir::Graph& g, ir::Node v) {
 
 }  // namespace
 
+// The kernel is chosen by the row count (fixed per plan) and the CPU, so a
+// plan always runs the same arithmetic (docs/PRECISION.md, "The kernels").
+// Two kinds of linear keep f32 activations (docs/PRECISION.md, "The
+// kernels"): one whose input is a constant (W_r R, computed once per plan,
+// so rounding it would buy no time), and one that reads the embedding:
+// nothing normalises its scale before the first layer's projections, and
+// their rounding error moves that layer's attention logits in proportion.
+bool Lowering::int8Activations(ir::Node input, const View& x, std::int64_t rows, std::int64_t k) const {
+  return opt_.int8Activations && !isConstant(x) && !readsEmbedding(g_, input) &&
+         rows > kernels::kInt8VnniMaxRowsWidened && k <= kernels::kInt8VnniMaxK && platform().avx512Vnni;
+}
+
+std::shared_ptr<const kernels::Int8Vnni> Lowering::int8VnniWeights(const View& w, std::int64_t k) {
+  TXL_CHECK(w.quantized && w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
+            "int8 rows of " + w.type.str());
+  const ir::Tensor* user = plan_.buffers[w.buffer].weight;
+  const PackedWeights::Source source{user, w.offset};
+  auto packed =
+      packs_.getInt8Vnni(reinterpret_cast<const float*>(plan_.ptr(w)), w.type.shape[0], k, threadCount(), &source);
+  plan_.countShared(packed.get(), packed->size());
+  packedNow_.push_back(w.buffer);
+  if (user) packs_.notePacked(*user, w.offset, w.type.bytes());
+  return packed;
+}
+
 std::shared_ptr<const kernels::Int8Rows> Lowering::int8Weights(const View& w) {
   TXL_CHECK(w.quantized && w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
             "int8 rows of " + w.type.str());
@@ -109,24 +134,8 @@ void Lowering::lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const V
     a.yBf16 = out.type.dtype == ir::DType::BF16;
     return a;
   };
-  // The kernel is chosen by the row count (fixed per plan) and the CPU, so a
-  // plan always runs the same arithmetic (docs/PRECISION.md, "The kernels").
-  // Two kinds of linear keep f32 activations (docs/PRECISION.md, "The
-  // kernels"): one whose input is a constant (W_r R, computed once per plan,
-  // so rounding it would buy no time), and one that reads the embedding:
-  // nothing normalises its scale before the first layer's projections, and
-  // their rounding error moves that layer's attention logits in proportion.
-  const bool activations = opt_.int8Activations && !isConstant(x) && !readsEmbedding(g_, g_.operand(n, 0));
-  if (activations && count > kernels::kInt8VnniMaxRowsWidened && k <= kernels::kInt8VnniMaxK && platform().avx512Vnni) {
-    TXL_CHECK(w.quantized && w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
-              "int8 rows of " + w.type.str());
-    const ir::Tensor* user = plan_.buffers[w.buffer].weight;
-    const PackedWeights::Source source{user, w.offset};
-    auto packed =
-        packs_.getInt8Vnni(reinterpret_cast<const float*>(plan_.ptr(w)), w.type.shape[0], k, threadCount(), &source);
-    plan_.countShared(packed.get(), packed->size());
-    packedNow_.push_back(w.buffer);
-    if (user) packs_.notePacked(*user, w.offset, w.type.bytes());
+  if (int8Activations(g_.operand(n, 0), x, count, k)) {
+    auto packed = int8VnniWeights(w, k);
     addKernel(n, "txl:int8_linear:vnni",
               [packed, args, t = threadCount()] { kernels::int8LinearVnni(*packed, args(), t); });
     return;

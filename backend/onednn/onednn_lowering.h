@@ -94,6 +94,13 @@ class Lowering {
   // txl:int8_linear on the model's int8 rows of it (onednn_int8.cpp).
   void lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const View& out);
   std::shared_ptr<const kernels::Int8Rows> int8Weights(const View& w);  // onednn_int8.cpp
+  // Whether a linear over int8 weights, of `rows` rows of k inputs read from
+  // x (the value of node `input`), quantizes its activations
+  // (txl:int8_linear:vnni) rather than widening the weights: the one rule
+  // for every step that runs such a linear (onednn_int8.cpp).
+  bool int8Activations(ir::Node input, const View& x, std::int64_t rows, std::int64_t k) const;
+  // w's int8 rows in the VNNI kernel's layout (k inputs), packed once per model (onednn_int8.cpp).
+  std::shared_ptr<const kernels::Int8Vnni> int8VnniWeights(const View& w, std::int64_t k);
   // A quantize whose value some other op reads: computed every run (onednn_int8.cpp).
   void lowerQuantize(ir::Node n, const View& w, const View& out);
 
