@@ -73,6 +73,11 @@ class CompiledGraph {
   virtual const MemoryPlan& memoryPlan() const;
   // Bytes of the plan's constant buffers (attribute-only ops, packed weights).
   virtual std::size_t constantBytes() const { return 0; }
+  // The part of constantBytes that is a second layout of a constant whose
+  // plain copy stays (the position tables packed for the attention kernels,
+  // beside the folded table other plans read in place): memory beyond the
+  // weights and folded constants.
+  virtual std::size_t copiedConstantBytes() const { return 0; }
   // Per-step timing, off by default (run() then pays nothing for it): when on,
   // run() waits after every step and adds its wall time to stepSeconds()[i].
   virtual void setProfiling(bool /*on*/) {}

@@ -413,7 +413,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
     }
   }
 
-  // Memory: the steady state's peak against weights + state + arena + 64 MiB.
+  // Memory: the steady state's peak against weights + copied constants + state + arena + 64 MiB.
   r.peakRssProcessBytes = processPeakRss();
   r.peakRssBytes = peakReset ? procStatusBytes("VmHWM") : r.peakRssProcessBytes;
   r.peakRssBytes -= std::min(r.peakRssBytes, snapshotBytes);
@@ -421,12 +421,13 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   if (const backend::CompiledGraph* plan = session.lastPlan(); plan && plan->hasSteps()) {
     r.arenaBytes = plan->arenaBytes();
     r.constantBytes = plan->constantBytes();
+    r.copiedConstantBytes = plan->copiedConstantBytes();
     for (const auto& s : plan->steps())
       if (s.impl.rfind("ref", 0) == 0) r.refImpls.push_back(s.op + " (node " + std::to_string(s.node) + "): " + s.impl);
   }
   // The state as held: every slot's window (2·mem_len + qlen positions, docs/MEMORY.md), not just the mlen rows in use.
   r.stateBytes = session.stateBytes();
-  r.rssBudgetBytes = r.weightBytes + r.stateBytes + r.arenaBytes + (std::size_t(64) << 20);
+  r.rssBudgetBytes = r.weightBytes + r.copiedConstantBytes + r.stateBytes + r.arenaBytes + (std::size_t(64) << 20);
 
   // 5. Profile.
   if (o.profile) r.profile = profilePlan(session, streams, r.qlen, o.nll, std::max(3, r.segments), r.profileRuns);

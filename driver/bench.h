@@ -106,7 +106,8 @@ struct BenchReport {
   double efficiency = 0;
   double memoryFloorBytes = 0, memoryFloorMs = 0, floorRatio = 0;  // qlen 1 only
   std::size_t peakRssBytes = 0, peakRssProcessBytes = 0;
-  std::size_t weightBytes = 0, stateBytes = 0, arenaBytes = 0, constantBytes = 0, rssBudgetBytes = 0;
+  std::size_t weightBytes = 0, stateBytes = 0, arenaBytes = 0, constantBytes = 0, copiedConstantBytes = 0,
+              rssBudgetBytes = 0;
   std::vector<ProfileRow> profile;
   std::vector<ProfileRun> profileRuns;  // the last kMaxProfileRuns profiled segments
   std::vector<SlidingWindowRow> slidingWindow;

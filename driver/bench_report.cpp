@@ -333,8 +333,8 @@ std::string benchText(const BenchReport& r) {
   }
   out.precision(1);
   out << "peak RSS     " << mib(r.peakRssBytes) << " MiB (budget " << mib(r.rssBudgetBytes) << " = weights "
-      << mib(r.weightBytes) << " + state " << mib(r.stateBytes) << " + arena " << mib(r.arenaBytes)
-      << " + 64; plan constants " << mib(r.constantBytes) << ")\n";
+      << mib(r.weightBytes) << " + copied constants " << mib(r.copiedConstantBytes) << " + state " << mib(r.stateBytes)
+      << " + arena " << mib(r.arenaBytes) << " + 64; plan constants " << mib(r.constantBytes) << ")\n";
   for (const auto& s : r.refImpls) out << "SLOW PATH    " << s << "\n";
   for (const auto& s : r.slidingWindow) {
     out.precision(2);

@@ -1002,7 +1002,7 @@ bool readsTable(const AttentionPath& p) {
     case AttentionKernel::Pairs:
       return p.table == PositionLayout::F32 || p.table == PositionLayout::Bf16Pairs;
     case AttentionKernel::Rows:
-      return p.table == PositionLayout::Bf16Rows;
+      return p.table == PositionLayout::Bf16Rows || p.table == PositionLayout::F32Rows;
   }
   return false;
 }
@@ -1019,7 +1019,7 @@ const char* attentionPathName(const AttentionPath& p) {
     case AttentionKernel::Pairs:
       return p.table == PositionLayout::Bf16Pairs ? "pairs" : "pairs-f32-table";
     case AttentionKernel::Rows:
-      return "rows";
+      return p.table == PositionLayout::Bf16Rows ? "rows" : "rows-f32";
   }
   return "invalid";
 }
@@ -1035,7 +1035,8 @@ bool relAttentionRuns(const AttentionPath& p, const RelAttentionShape& s, bool k
     case AttentionKernel::Pairs:
       return cpu.avx512Bf16 && kvBf16 && (p.table != PositionLayout::Bf16Pairs || s.d % 2 == 0);
     case AttentionKernel::Rows:
-      return cpu.avx512Bf16 && kvBf16 && s.heads <= detail::kRowsMaxHeads;
+      if (s.heads > detail::kRowsMaxHeads) return false;
+      return p.table == PositionLayout::Bf16Rows ? cpu.avx512Bf16 && kvBf16 : cpu.avx512 && !kvBf16;
   }
   return false;
 }

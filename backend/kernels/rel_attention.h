@@ -43,7 +43,7 @@ enum class AttentionKernel : std::uint8_t {
   Portable,  // plain loops on any CPU, with the block-wise paths' blocks and anchoring
   Blocks,    // AVX-512 key blocks in f32 (bf16 keys and values widened as they are read)
   Pairs,     // AVX-512 key blocks with AVX512-BF16 pair products (vdpbf16ps) for bf16 keys and values
-  Rows,      // a query row at a time with pair products (rel_attention_rows.cpp), bf16 keys and values
+  Rows,      // a query row at a time (rel_attention_rows.cpp): pair products for bf16 keys and values, FMAs for f32
 };
 
 // How the position table rt (element (h, c, p) = rt[h][c][p]) is laid out
@@ -54,24 +54,27 @@ enum class PositionLayout : std::uint8_t {
   Bf16Pairs,  // bf16 pairs of d (even d): the 32-bit lane at h * head + c * step + p
               // holds (rt(h, 2c, p), rt(h, 2c + 1, p))
   Bf16Rows,   // bf16 rows of positions (any d): (h, p, c) at h * head + p * step + c holds rt(h, c, p)
+  F32Rows,    // f32 rows of positions, as Bf16Rows
 };
 
 // A kernel path with the position-table layout it reads: Portable and
-// Blocks read F32, Pairs F32 or Bf16Pairs, Rows Bf16Rows.
+// Blocks read F32, Pairs F32 or Bf16Pairs, Rows Bf16Rows (bf16 keys and
+// values) or F32Rows (f32 keys and values).
 struct AttentionPath {
   AttentionKernel kernel = AttentionKernel::Portable;
   PositionLayout table = PositionLayout::F32;
   bool operator==(const AttentionPath&) const = default;
 };
 
-// "portable", "blocks", "pairs", "pairs-f32-table", "rows" (and "invalid"
-// for a kernel with a layout it does not read): the path in step names.
+// "portable", "blocks", "pairs", "pairs-f32-table", "rows", "rows-f32" (and
+// "invalid" for a kernel with a layout it does not read): the path in step
+// names.
 const char* attentionPathName(const AttentionPath& p);
 
 struct PositionTable {
   const void* data = nullptr;  // laid out as AttentionPath::table says
   std::int64_t head = 0, step = 0;
-  // Bf16Rows: positions [0, same) hold the rows of position 0, bit for bit
+  // Bf16Rows, F32Rows: positions [0, same) hold the rows of position 0, bit for bit
   // (relative distances at or beyond clamp_len share one position vector),
   // so the row-wise kernel takes qv · r over them once per head.
   std::int64_t same = 0;
@@ -101,9 +104,11 @@ struct RelAttentionArgs {
 bool relAttentionSupports(const RelAttentionShape& s);
 
 // Whether this CPU runs path `p` on shape `s` (relAttentionSupports) with
-// keys and values in bf16 (kvBf16) or f32: Blocks needs AVX-512; Pairs and
-// Rows need AVX512-BF16 and bf16 keys and values; Rows at most 64 heads;
-// a Bf16Pairs table an even d; the layout one the kernel reads (above).
+// keys and values in bf16 (kvBf16) or f32: Blocks needs AVX-512; Pairs
+// AVX512-BF16 and bf16 keys and values; Rows at most 64 heads, and with a
+// Bf16Rows table AVX512-BF16 and bf16 keys and values, with an F32Rows one
+// AVX-512 and f32 keys and values; a Bf16Pairs table an even d; the layout
+// one the kernel reads (above).
 bool relAttentionRuns(const AttentionPath& p, const RelAttentionShape& s, bool kvBf16);
 
 // out as above by a.path (txl::InternalError unless relAttentionRuns), on the

@@ -1,12 +1,18 @@
 // backend/kernels/rel_attention_rows.cpp - relAttention's row-wise path
-// (rel_attention.h): a query row at a time against bf16 keys and values, on
-// a CPU with AVX512-BF16: AttentionKernel::Rows, which the lowering chooses
-// for a single query row (a generated token, onednn::attentionPath) with the
-// position table packed as bf16 rows (PositionLayout::Bf16Rows).
+// (rel_attention.h): a query row at a time, AttentionKernel::Rows, which the
+// lowering chooses for a single query row (a generated token,
+// onednn::attentionPath), in two forms of one algorithm:
+//   - bf16 keys and values with the position table packed as bf16 rows
+//     (PositionLayout::Bf16Rows), on a CPU with AVX512-BF16: products of
+//     bf16 pairs (vdpbf16ps), probabilities rounded to bf16;
+//   - f32 keys and values with the table packed as f32 rows
+//     (PositionLayout::F32Rows), on a CPU with AVX-512: FMAs, every
+//     product and probability in f32.
 //
 // Why: with one query row every key, value and position row is used once,
-// so the call is a stream of 3 x d x 2 bytes per key and head (enwik8 base:
-// 78 MB per token over 12 layers) and should run at memory speed. The
+// so the call is a stream of 3 x d x 2 (bf16) or 3 x d x 4 (f32) bytes per
+// key and head (enwik8 base: 78 or 155 MB per token over 12 layers) and
+// should run at memory speed. The
 // block-wise path is built for many rows: it transposes each key block and
 // interleaves each value block into L1 tiles (work that pays once the tiles
 // serve many rows), and reads the position table as pairs of d in
@@ -21,12 +27,12 @@
 // that a task reads long runs in address order, which the hardware
 // prefetchers follow):
 //   1. Scores, per group of 32 keys, 16 (key, head) items at a time: per
-//      item one accumulator of pair products (vdpbf16ps) qu_i · k_j + qv_i ·
-//      r_p, p = j + q - 1 - i (the relative shift as an index; r_p = 0 for
-//      p >= k), straight from the rows in memory: a bf16 row of d <= 64 is
-//      one or two zmm of pairs, vdpbf16ps's operand, and qu_i, qv_i are
-//      rounded to bf16 pairs once. The 16 accumulators reduce to one vector
-//      of 16 scores (reduce16; the items are loaded in the order that leaves
+//      item one accumulator of qu_i · k_j + qv_i · r_p, p = j + q - 1 - i
+//      (the relative shift as an index; r_p = 0 for p >= k), straight from
+//      the rows in memory: a row of d <= 64 is up to two zmm of bf16 pairs,
+//      vdpbf16ps's operand (qu_i, qv_i rounded to bf16 pairs once), or up to
+//      four zmm of f32, FMA's. The 16 accumulators reduce to one vector of
+//      16 scores (reduce16; the items are loaded in the order that leaves
 //      item n in lane n). Scale; masked keys and pad to -inf; stored key by
 //      key in the call's score buffer ([batch, keys, heads], the calling
 //      thread's Scratch). Then the chunk's max per head. Where the table's
@@ -34,13 +40,14 @@
 //      clamp_len), a group wholly below it reads no position row: qv_i · r
 //      is taken once per (stream, head) and added to the reduced qu_i · k_j.
 //   2. Per group of 32 keys: p = exp(s - max) per (key, head), with the
-//      head's max over all chunks (0 where masked), l += p key by key, p
-//      rounded to bf16 pairs of keys (2m, 2m + 1); then, four heads at a
-//      time with their O in registers, key pair by key pair, O += p V as
-//      pair products against two value rows interleaved by 16-bit unpacks.
-//      The unpacks permute d within each 128-bit lane, the same way for
-//      every key: O stays in that order. The chunk's l and O per head go to
-//      the buffer.
+//      head's max over all chunks (0 where masked), l += p key by key; then,
+//      four heads at a time with their O in registers, O += p V. In bf16, p
+//      is rounded to bf16 pairs of keys (2m, 2m + 1) and taken key pair by
+//      key pair as pair products against two value rows interleaved by
+//      16-bit unpacks; the unpacks permute d within each 128-bit lane, the
+//      same way for every key: O stays in that order. In f32, key by key,
+//      p broadcast into FMAs with the value row. The chunk's l and O per
+//      head go to the buffer.
 //   3. Per (stream, head): l and O summed over the chunks in order, O put
 //      back in d's order, out_i = O / l, or NaN where every key is masked.
 // Chunks have a fixed size, so the sums' order, and the result, do not
@@ -48,9 +55,10 @@
 //
 // Groups of 32 keys start at the row's first unmasked key, so keys
 // prepended with pad = 1 (a padded warm-up plan) change no bit of the result,
-// and keys before it are never read (their V may hold NaN). The roundings
-// are those of the block-wise pair path (qu, qv, the position table and the
-// probabilities in bf16; sums in f32), summed in another order.
+// and keys before it are never read (their V may hold NaN). The bf16 form's
+// roundings are those of the block-wise pair path (qu, qv, the position
+// table and the probabilities in bf16; sums in f32), the f32 form's those of
+// f32; both sum in another order than the block-wise paths.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -58,6 +66,7 @@
 #include <cstdint>
 #include <limits>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "backend/platform.h"
@@ -103,7 +112,13 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 #define TXL_ROWS_INLINE \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma"), always_inline)) inline
 
-TXL_ROWS_INLINE __mmask16 laneMask(I n) {  // lanes [0, n) of 16, clamped
+// The element of a call's keys, values and position table: bf16 (its bits)
+// or f32.
+using Bf16 = std::uint16_t;
+template <class T>
+constexpr bool kIsF32 = std::is_same_v<T, float>;
+
+inline __mmask16 laneMask(I n) {  // lanes [0, n) of 16, clamped
   n = std::clamp<I>(n, 0, 16);
   return static_cast<__mmask16>((1u << n) - 1u);
 }
@@ -113,27 +128,56 @@ inline __mmask32 wordMask(I n) {  // words [0, n) of 32, clamped
   return n == 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << n) - 1u);
 }
 
-// The fixed facts of one call: pointers and strides in elements. Keys and
-// values are bf16, as is the position table (PositionLayout::Bf16Rows).
+// The fixed facts of one call: pointers and strides in elements of the
+// call's element type (keys, values and position table alike).
 struct Call {
   const RelAttentionArgs* a;
   I batch, heads, q, keys, d;
-  __mmask32 cols[2];  // the words of d in each half (32 bf16) of a row
+  __mmask32 cols[4];  // the elements of d in each zmm of a row: 32 words (bf16) or 16 lanes (f32)
 };
 
-template <int Halves>
-TXL_ROWS_INLINE void loadRow(const Call& c, const std::uint16_t* row, __m512i (&x)[2]) {
-  for (int h = 0; h < Halves; ++h) x[h] = _mm512_maskz_loadu_epi16(c.cols[h], row + 32 * h);
+Call callOf(const RelAttentionArgs& a) {
+  const RelAttentionShape& s = a.shape;
+  Call c{&a, s.batch, s.heads, s.q, s.k, s.d, {}};
+  for (int z = 0; z < 4; ++z) c.cols[z] = a.kvBf16 ? wordMask(s.d - 32 * z) : laneMask(s.d - 16 * z);
+  return c;
 }
 
-// f32 row (d elements) as bf16 pairs, 0 beyond d.
-template <int Halves>
-TXL_ROWS_INLINE void pairsOf(const float* row, I d, __m512i (&x)[2]) {
-  for (int h = 0; h < Halves; ++h) {
-    const __m512 lo = _mm512_maskz_loadu_ps(laneMask(d - 32 * h), row + 32 * h);
-    const __m512 hi = _mm512_maskz_loadu_ps(laneMask(d - 32 * h - 16), row + 32 * h + 16);
-    x[h] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+// A row of d <= 64 in registers, 0 beyond d: Vecs zmm of bf16 pairs (up to
+// two) or of f32 (up to four).
+using Row = __m512[4];
+
+template <class T, int Vecs>
+TXL_ROWS_INLINE void loadRow(const Call& c, const T* row, Row& x) {
+  for (int z = 0; z < Vecs; ++z) {
+    if constexpr (kIsF32<T>) x[z] = _mm512_maskz_loadu_ps(static_cast<__mmask16>(c.cols[z]), row + 16 * z);
+    else x[z] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(c.cols[z], row + 32 * z));
   }
+}
+
+// An f32 row of d elements as the products take it: bf16 pairs or f32.
+template <class T, int Vecs>
+TXL_ROWS_INLINE void queryRow(const float* row, I d, Row& x) {
+  for (int z = 0; z < Vecs; ++z) {
+    if constexpr (kIsF32<T>) {
+      x[z] = _mm512_maskz_loadu_ps(laneMask(d - 16 * z), row + 16 * z);
+    } else {
+      const __m512 lo = _mm512_maskz_loadu_ps(laneMask(d - 32 * z), row + 32 * z);
+      const __m512 hi = _mm512_maskz_loadu_ps(laneMask(d - 32 * z - 16), row + 32 * z + 16);
+      x[z] = (__m512)_mm512_cvtne2ps_pbh(hi, lo);
+    }
+  }
+}
+
+// acc plus the lane-wise products of q and x: pair products (vdpbf16ps,
+// two per lane) or FMAs.
+template <class T, int Vecs>
+TXL_ROWS_INLINE __m512 multiplyAdd(__m512 acc, const Row& q, const Row& x) {
+  for (int z = 0; z < Vecs; ++z) {
+    if constexpr (kIsF32<T>) acc = _mm512_fmadd_ps(q[z], x[z], acc);
+    else acc = _mm512_dpbf16_ps(acc, (__m512bh)q[z], (__m512bh)x[z]);
+  }
+  return acc;
 }
 
 // The key that slot s of reduce16's input holds so that lane n of its
@@ -156,10 +200,11 @@ TXL_ROWS_INLINE __m512 reduce16(const __m512 (&a)[16]) {
   return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(e0, e1)), _mm512_castpd_ps(_mm512_unpackhi_pd(e0, e1)));
 }
 
-// One head's O over a chunk's keys in phase 2, in the unpacks' order
-// (accumulatePair): [half][lo, hi].
+// One head's O over a chunk's keys in phase 2: in f32, o[z] holds d = 16 z
+// + lane; in bf16, in the unpacks' order (accumulatePair), o[2 half] the lo
+// unpacks of half `half`, o[2 half + 1] the hi ones.
 struct HeadO {
-  __m512 o[2][2];
+  __m512 o[4];
 };
 
 // std::allocator of a vector type is not sure to align it in a translation
@@ -178,9 +223,10 @@ struct Aligned64 {
 template <class T>
 using AlignedVector = std::vector<T, Aligned64<T>>;
 
-// The q rows of one (stream, head) as bf16 pairs: qu, then qv.
-struct QueryPairs {
-  __m512i u[2], v[2];
+// The q rows of one (stream, head) as the products take them (queryRow):
+// qu, then qv.
+struct QueryRows {
+  Row u, v;
 };
 
 // Phase 2's running max and sum of one stream over a chunk, per head.
@@ -195,12 +241,12 @@ struct StreamSums {
 // t % heads of key t / heads) the key and head it reads.
 struct Scratch {
   std::vector<KeyRange> range;         // [batch]
-  AlignedVector<QueryPairs> query;     // [batch, heads]
+  AlignedVector<QueryRows> query;      // [batch, heads]
   std::vector<float> sameScore;        // [batch, heads]: qv · r of the positions below rt.same
   std::vector<float> scores;           // [batch, stride, heads]
   std::vector<float> chunkMax;         // [batch, heads, chunks]
   std::vector<float> chunkSum;         // [batch, heads, chunks]
-  std::vector<float> chunkO;           // [batch, heads, chunks, 4 x 16]: O in the unpacks' order (HeadO)
+  std::vector<float> chunkO;           // [batch, heads, chunks, 4 x 16]: O as HeadO holds it
   AlignedVector<HeadO> o;              // [tasks, streams per task, heads]: phase 2's running O
   std::vector<StreamSums> sums;        // [tasks, streams per task]: phase 2's max and running sum
   std::vector<std::int32_t> itemKey;   // [items + 16]: the key of item t in its group, from 0
@@ -263,22 +309,21 @@ Chunk chunkAt(const Scratch& sc, I t) {
   return {b, index, j1, std::min(j1 + kChunk, r.last + 1)};
 }
 
-// Phase 0 of row i for stream b: its qu and qv rows as bf16 pairs, per head.
-template <int Halves>
-TXL_ROWS void queryPairs(const Call& c, Scratch& sc, I i, I b) {
+// Phase 0 of row i for stream b: its qu and qv rows as the products take
+// them, per head, and qv · r of the clamped positions' one row.
+template <class T, int Vecs>
+TXL_ROWS void queryRows(const Call& c, Scratch& sc, I i, I b) {
   const RelAttentionArgs& a = *c.a;
   const float* qu = a.qu + i * a.quStrides.pos + b * a.quStrides.batch;
   const float* qv = a.qv + i * a.qvStrides.pos + b * a.qvStrides.batch;
   for (I h = 0; h < c.heads; ++h) {
-    QueryPairs& q = sc.query[b * c.heads + h];
-    pairsOf<Halves>(qu + h * a.quStrides.head, c.d, q.u);
-    pairsOf<Halves>(qv + h * a.qvStrides.head, c.d, q.v);
-    if (a.rt.same > 0) {  // the one position row of the clamped distances
-      __m512i x[2];
-      loadRow<Halves>(c, static_cast<const std::uint16_t*>(a.rt.data) + h * a.rt.head, x);
-      __m512 dot = _mm512_setzero_ps();
-      for (int half = 0; half < Halves; ++half) dot = _mm512_dpbf16_ps(dot, (__m512bh)q.v[half], (__m512bh)x[half]);
-      sc.sameScore[b * c.heads + h] = _mm512_reduce_add_ps(dot);
+    QueryRows& q = sc.query[b * c.heads + h];
+    queryRow<T, Vecs>(qu + h * a.quStrides.head, c.d, q.u);
+    queryRow<T, Vecs>(qv + h * a.qvStrides.head, c.d, q.v);
+    if (a.rt.same > 0) {
+      Row x;
+      loadRow<T, Vecs>(c, static_cast<const T*>(a.rt.data) + h * a.rt.head, x);
+      sc.sameScore[b * c.heads + h] = _mm512_reduce_add_ps(multiplyAdd<T, Vecs>(_mm512_setzero_ps(), q.v, x));
     }
   }
 }
@@ -301,7 +346,7 @@ TXL_ROWS_INLINE __mmask16 keysOk(const Call& c, const Scratch& sc, I i, I b, I j
 // time, stored key by key. Past the table (Checked: the group's last keys
 // may reach it) r_p = 0; below rt.same (Same: every key of the group) qv ·
 // r_p is the stream's sameScore of the head, added to the reduced qu · k.
-template <int Halves, bool Checked, bool Same>
+template <class T, int Vecs, bool Checked, bool Same>
 TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0) {
   const RelAttentionArgs& a = *c.a;
   const I shift = c.q - 1 - i, items = std::min(kGroupKeys, ch.j2 - j0) * c.heads;
@@ -310,10 +355,10 @@ TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0
       // lane n: key j0 + 16 z + n
       _mm512_maskz_mov_epi32(keysOk(c, sc, i, ch.b, j0, ch.j2 - j0), _mm512_set1_epi32(-1)),
       _mm512_maskz_mov_epi32(keysOk(c, sc, i, ch.b, j0 + 16, ch.j2 - j0 - 16), _mm512_set1_epi32(-1))};
-  const auto* keys = static_cast<const std::uint16_t*>(a.k) + ch.b * a.kStrides.batch + j0 * a.kStrides.pos;
-  const auto* table = static_cast<const std::uint16_t*>(a.rt.data) + (j0 + shift) * a.rt.step;
+  const T* keys = static_cast<const T*>(a.k) + ch.b * a.kStrides.batch + j0 * a.kStrides.pos;
+  const T* table = static_cast<const T*>(a.rt.data) + (j0 + shift) * a.rt.step;
   const I tableEnd = c.keys - j0 - shift;  // items of keys from this one on read no row
-  const QueryPairs* query = sc.query.data() + ch.b * c.heads;
+  const QueryRows* query = sc.query.data() + ch.b * c.heads;
   const I* keyOffset = sc.keyOffset.data();
   const I* tableOffset = sc.tableOffset.data();
   const std::int32_t* itemHead = sc.itemHead.data();
@@ -326,14 +371,13 @@ TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0
     for (int n = 0; n < 16; ++n) {  // item t0 + n in address order, into the slot of lane n
       const int slot = 4 * (n % 4) + n / 4;
       const I t = std::min<I>(t0 + n, items - 1);  // lanes past the items: not stored
-      const QueryPairs& q = query[itemHead[t]];
-      __m512i x[2];
-      loadRow<Halves>(c, keys + keyOffset[t], x);
-      __m512 dot = _mm512_setzero_ps();
-      for (int half = 0; half < Halves; ++half) dot = _mm512_dpbf16_ps(dot, (__m512bh)q.u[half], (__m512bh)x[half]);
+      const QueryRows& q = query[itemHead[t]];
+      Row x;
+      loadRow<T, Vecs>(c, keys + keyOffset[t], x);
+      __m512 dot = multiplyAdd<T, Vecs>(_mm512_setzero_ps(), q.u, x);
       if (!Same && (!Checked || itemKey[t] < tableEnd)) {
-        loadRow<Halves>(c, table + tableOffset[t], x);
-        for (int half = 0; half < Halves; ++half) dot = _mm512_dpbf16_ps(dot, (__m512bh)q.v[half], (__m512bh)x[half]);
+        loadRow<T, Vecs>(c, table + tableOffset[t], x);
+        dot = multiplyAdd<T, Vecs>(dot, q.v, x);
       }
       acc[slot] = dot;
     }
@@ -362,14 +406,15 @@ TXL_ROWS void chunkMaxes(const Call& c, Scratch& sc, const Chunk& ch) {
   }
 }
 
-// O += p_j v_j + p_{j+1} v_{j+1}, pp = the pair (p_j, p_{j+1}) in bf16 and
-// b = v_{j+1}'s row (zero past the chunk). o[half][0] lane 4c + t holds
-// d = 32 half + 8c + t, o[half][1] lane 4c + t holds 32 half + 8c + 4 + t.
+// bf16: O += p_j v_j + p_{j+1} v_{j+1}, pp = the pair (p_j, p_{j+1}) in bf16
+// and b = v_{j+1}'s row (zero past the chunk). o[2 half] lane 4c + t holds
+// d = 32 half + 8c + t, o[2 half + 1] lane 4c + t holds 32 half + 8c + 4 + t.
 template <int Halves>
-TXL_ROWS_INLINE void accumulatePair(const __m512i (&a)[2], const __m512i (&b)[2], __m512i pp, __m512 (&o)[2][2]) {
+TXL_ROWS_INLINE void accumulatePair(const Row& a, const Row& b, __m512i pp, __m512 (&o)[4]) {
   for (int h = 0; h < Halves; ++h) {
-    o[h][0] = _mm512_dpbf16_ps(o[h][0], (__m512bh)_mm512_unpacklo_epi16(a[h], b[h]), (__m512bh)pp);
-    o[h][1] = _mm512_dpbf16_ps(o[h][1], (__m512bh)_mm512_unpackhi_epi16(a[h], b[h]), (__m512bh)pp);
+    const __m512i x = _mm512_castps_si512(a[h]), y = _mm512_castps_si512(b[h]);
+    o[2 * h] = _mm512_dpbf16_ps(o[2 * h], (__m512bh)_mm512_unpacklo_epi16(x, y), (__m512bh)pp);
+    o[2 * h + 1] = _mm512_dpbf16_ps(o[2 * h + 1], (__m512bh)_mm512_unpackhi_epi16(x, y), (__m512bh)pp);
   }
 }
 
@@ -381,8 +426,7 @@ TXL_ROWS void startSums(const Scratch& sc, const Chunk& ch, I heads, StreamSums&
     const float* maxes = sc.chunkMax.data() + (ch.b * heads + h) * sc.chunks;
     sums.m[h] = *std::max_element(maxes, maxes + chunksOf(r));
     sums.l[h] = 0.0f;
-    for (auto& half : o[h].o)
-      for (__m512& x : half) x = _mm512_setzero_ps();
+    for (__m512& x : o[h].o) x = _mm512_setzero_ps();
   }
 }
 
@@ -392,47 +436,64 @@ TXL_ROWS void endSums(Scratch& sc, const Chunk& ch, I heads, const StreamSums& s
     const I at = (ch.b * heads + h) * sc.chunks + ch.index;
     sc.chunkSum[at] = sums.l[h];
     float* chunkO = sc.chunkO.data() + at * 64;
-    for (int half = 0; half < 2; ++half)
-      for (int z = 0; z < 2; ++z) _mm512_storeu_ps(chunkO + 32 * half + 16 * z, o[h].o[half][z]);
+    for (int z = 0; z < 4; ++z) _mm512_storeu_ps(chunkO + 16 * z, o[h].o[z]);
   }
 }
 
-// O += Σ p v over the key pairs of a group for Heads heads from `head`:
-// key pair by key pair, the heads' value rows in turn (in address order),
-// the heads' O in registers.
-template <int Halves, int Heads>
-TXL_ROWS_INLINE void valuesOfHeads(const Call& c, const std::uint16_t* values, I count,
-                                   const std::uint32_t (*pairs)[kMaxHeads], I head, HeadO* o) {
+// The probabilities of a group's (key, head) items as phase 2 multiplies
+// them into V: bf16 pairs of keys (2m, 2m + 1) per 32-bit word, or f32.
+template <class T>
+struct GroupProbs {
+  alignas(64) std::conditional_t<kIsF32<T>, float[kGroupKeys][kMaxHeads], std::uint32_t[kGroupKeys / 2][kMaxHeads]> p;
+};
+
+// O += Σ p v over the keys of a group for Heads heads from `head`: key (f32)
+// or key pair (bf16) by key pair, the heads' value rows in turn (in address
+// order), the heads' O in registers.
+template <class T, int Vecs, int Heads>
+TXL_ROWS_INLINE void valuesOfHeads(const Call& c, const T* values, I count, const GroupProbs<T>& probs, I head,
+                                   HeadO* o) {
   const RelAttentionArgs& a = *c.a;
-  const __m512i none = _mm512_setzero_si512();
-  __m512 acc[Heads][2][2];
-  for (int x = 0; x < Heads; ++x) std::copy(&o[head + x].o[0][0], &o[head + x].o[0][0] + 4, &acc[x][0][0]);
-  for (I e = 0; e < count; e += 2) {
-    const std::uint16_t* row = values + e * a.vStrides.pos + head * a.vStrides.head;
-    for (int x = 0; x < Heads; ++x, row += a.vStrides.head) {
-      __m512i v0[2], v1[2] = {none, none};
-      loadRow<Halves>(c, row, v0);
-      if (e + 1 < count) loadRow<Halves>(c, row + a.vStrides.pos, v1);
-      accumulatePair<Halves>(v0, v1, _mm512_set1_epi32(static_cast<int>(pairs[e / 2][head + x])), acc[x]);
+  __m512 acc[Heads][4];
+  for (int x = 0; x < Heads; ++x) std::copy(o[head + x].o, o[head + x].o + 4, acc[x]);
+  if constexpr (kIsF32<T>) {
+    for (I e = 0; e < count; ++e) {
+      const T* row = values + e * a.vStrides.pos + head * a.vStrides.head;
+      for (int x = 0; x < Heads; ++x, row += a.vStrides.head) {
+        Row v;
+        loadRow<T, Vecs>(c, row, v);
+        const __m512 p = _mm512_set1_ps(probs.p[e][head + x]);
+        for (int z = 0; z < Vecs; ++z) acc[x][z] = _mm512_fmadd_ps(p, v[z], acc[x][z]);
+      }
+    }
+  } else {
+    for (I e = 0; e < count; e += 2) {
+      const T* row = values + e * a.vStrides.pos + head * a.vStrides.head;
+      for (int x = 0; x < Heads; ++x, row += a.vStrides.head) {
+        Row v0, v1 = {};
+        loadRow<T, Vecs>(c, row, v0);
+        if (e + 1 < count) loadRow<T, Vecs>(c, row + a.vStrides.pos, v1);
+        accumulatePair<Vecs>(v0, v1, _mm512_set1_epi32(static_cast<int>(probs.p[e / 2][head + x])), acc[x]);
+      }
     }
   }
-  for (int x = 0; x < Heads; ++x) std::copy(&acc[x][0][0], &acc[x][0][0] + 4, &o[head + x].o[0][0]);
+  for (int x = 0; x < Heads; ++x) std::copy(acc[x], acc[x] + 4, o[head + x].o);
 }
 
 // Phase 2 of row i on the 32 keys from g of a chunk: per (key, head) p =
-// exp(s - max), added to the head's sum l (key by key) and, rounded to bf16
-// pairs of keys (2m, 2m + 1), to its O = Σ p v, four heads at a time.
-template <int Halves>
+// exp(s - max), added to the head's sum l (key by key) and (rounded to bf16
+// pairs of keys (2m, 2m + 1) in bf16) to its O = Σ p v, four heads at a time.
+template <class T, int Vecs>
 TXL_ROWS void groupValues(const Call& c, Scratch& sc, const Chunk& ch, I g, StreamSums& sums, HeadO* o) {
   const RelAttentionArgs& a = *c.a;
-  const I count = std::min<I>(32, ch.j2 - g);
+  const I count = std::min<I>(kGroupKeys, ch.j2 - g);
   const __m512 negInf = _mm512_set1_ps(kNegInf);
   // Words 2h, 2h + 1 of the pair of keys (2m, 2m + 1) from p's two rows.
   alignas(64) static constexpr std::uint16_t interleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
                                                                21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
                                                                11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   const __m512i order = _mm512_load_si512(interleave);
-  alignas(64) std::uint32_t pairs[16][kMaxHeads];
+  GroupProbs<T> probs;
   const float* s = sc.scores.data() + (ch.b * sc.stride + (g - sc.range[ch.b].first)) * c.heads;
   for (I h0 = 0; h0 < c.heads; h0 += 16) {
     const __mmask16 lanes = laneMask(c.heads - h0);
@@ -446,23 +507,27 @@ TXL_ROWS void groupValues(const Call& c, Scratch& sc, const Chunk& ch, I g, Stre
         p[z] = _mm512_maskz_mov_ps(ok, expNonPositive16(_mm512_sub_ps(sz, m)));
         l = _mm512_add_ps(l, p[z]);
       }
-      const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(p[1], p[0]);
-      _mm512_storeu_si512(&pairs[e / 2][h0], _mm512_permutexvar_epi16(order, words));
+      if constexpr (kIsF32<T>) {
+        for (int z = 0; z < 2; ++z) _mm512_storeu_ps(&probs.p[e + z][h0], p[z]);
+      } else {
+        const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(p[1], p[0]);
+        _mm512_storeu_si512(&probs.p[e / 2][h0], _mm512_permutexvar_epi16(order, words));
+      }
     }
     _mm512_mask_storeu_ps(sums.l + h0, lanes, l);
   }
-  const auto* values = static_cast<const std::uint16_t*>(a.v) + ch.b * a.vStrides.batch + g * a.vStrides.pos;
+  const T* values = static_cast<const T*>(a.v) + ch.b * a.vStrides.batch + g * a.vStrides.pos;
   I h = 0;
-  for (; h + 4 <= c.heads; h += 4) valuesOfHeads<Halves, 4>(c, values, count, pairs, h, o);
+  for (; h + 4 <= c.heads; h += 4) valuesOfHeads<T, Vecs, 4>(c, values, count, probs, h, o);
   switch (c.heads - h) {
     case 3:
-      valuesOfHeads<Halves, 3>(c, values, count, pairs, h, o);
+      valuesOfHeads<T, Vecs, 3>(c, values, count, probs, h, o);
       break;
     case 2:
-      valuesOfHeads<Halves, 2>(c, values, count, pairs, h, o);
+      valuesOfHeads<T, Vecs, 2>(c, values, count, probs, h, o);
       break;
     case 1:
-      valuesOfHeads<Halves, 1>(c, values, count, pairs, h, o);
+      valuesOfHeads<T, Vecs, 1>(c, values, count, probs, h, o);
       break;
     default:
       break;
@@ -470,7 +535,8 @@ TXL_ROWS void groupValues(const Call& c, Scratch& sc, const Chunk& ch, I g, Stre
 }
 
 // Phase 3 of row i for (stream b, head h): O and l summed over the chunks in
-// order, O put back in d's order, out = O / l (NaN: every key masked).
+// order, O put back in d's order (bf16), out = O / l (NaN: every key masked).
+template <class T>
 TXL_ROWS void writeRow(const Call& c, const Scratch& sc, I i, I b, I h) {
   const RelAttentionArgs& a = *c.a;
   float* out = a.out + i * a.outStrides.pos + b * a.outStrides.batch + h * a.outStrides.head;
@@ -490,6 +556,12 @@ TXL_ROWS void writeRow(const Call& c, const Scratch& sc, I i, I b, I h) {
     for (int z = 0; z < 4; ++z) o[z] = _mm512_add_ps(o[z], _mm512_loadu_ps(chunkO + 16 * z));
     l += sc.chunkSum[bh * sc.chunks + n];
   }
+  const __m512 inv = _mm512_set1_ps(1.0f / l);
+  if constexpr (kIsF32<T>) {
+    for (int z = 0; z < 4 && 16 * z < c.d; ++z)
+      _mm512_mask_storeu_ps(out + 16 * z, laneMask(c.d - 16 * z), _mm512_mul_ps(o[z], inv));
+    return;
+  }
   // Output vector w of half `half` is [lo chunk 2w, hi 2w, lo 2w + 1, hi 2w + 1].
   alignas(64) std::int32_t index[2][16];
   for (int w = 0; w < 2; ++w)
@@ -497,7 +569,6 @@ TXL_ROWS void writeRow(const Call& c, const Scratch& sc, I i, I b, I h) {
       const int part = lane / 4;
       index[w][lane] = (part % 2 ? 16 : 0) + 4 * (2 * w + part / 2) + lane % 4;
     }
-  const __m512 inv = _mm512_set1_ps(1.0f / l);
   for (int half = 0; half < 2 && 32 * half < c.d; ++half)
     for (int w = 0; w < 2; ++w) {
       const __m512 x = _mm512_permutex2var_ps(o[2 * half], _mm512_load_si512(index[w]), o[2 * half + 1]);
@@ -528,21 +599,21 @@ struct Task {
 };
 
 // Phase 1's task t, per group of keys (a whole number of 16 items).
-template <int Halves>
+template <class T, int Vecs>
 TXL_ROWS void scoresTask(const Call& c, Scratch& sc, I i, I t) {
   const Task task(sc, c.batch, t);
   task.byGroups(sc, kGroupKeys, [&](const Chunk& ch, I, I j0) {
     const I shift = c.q - 1 - i;
-    if (j0 + kGroupKeys + shift <= c.a->rt.same) groupScores<Halves, false, true>(c, sc, i, ch, j0);
-    else if (j0 + kGroupKeys + shift <= c.keys) groupScores<Halves, false, false>(c, sc, i, ch, j0);
-    else groupScores<Halves, true, false>(c, sc, i, ch, j0);
+    if (j0 + kGroupKeys + shift <= c.a->rt.same) groupScores<T, Vecs, false, true>(c, sc, i, ch, j0);
+    else if (j0 + kGroupKeys + shift <= c.keys) groupScores<T, Vecs, false, false>(c, sc, i, ch, j0);
+    else groupScores<T, Vecs, true, false>(c, sc, i, ch, j0);
   });
   for (I b = task.first; b < task.last; ++b)
     if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2) chunkMaxes(c, sc, ch);
 }
 
-// Phase 2's task t, per group of 32 keys.
-template <int Halves>
+// Phase 2's task t, per group of keys.
+template <class T, int Vecs>
 TXL_ROWS void valuesTask(const Call& c, Scratch& sc, I t) {
   const Task task(sc, c.batch, t);
   StreamSums* sums = sc.sums.data() + t * kStreamsPerTask;  // [stream of the block]
@@ -550,15 +621,15 @@ TXL_ROWS void valuesTask(const Call& c, Scratch& sc, I t) {
   for (I b = task.first; b < task.last; ++b)
     if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2)
       startSums(sc, ch, c.heads, sums[b - task.first], o + (b - task.first) * c.heads);
-  task.byGroups(sc, 32, [&](const Chunk& ch, I place, I g) {
-    groupValues<Halves>(c, sc, ch, g, sums[place], o + place * c.heads);
+  task.byGroups(sc, kGroupKeys, [&](const Chunk& ch, I place, I g) {
+    groupValues<T, Vecs>(c, sc, ch, g, sums[place], o + place * c.heads);
   });
   for (I b = task.first; b < task.last; ++b)
     if (const Chunk ch = task.chunk(sc, b); ch.j1 < ch.j2)
       endSums(sc, ch, c.heads, sums[b - task.first], o + (b - task.first) * c.heads);
 }
 
-template <int Halves>
+template <class T, int Vecs>
 void rows(const Call& c, Scratch& sc) {
   const RelAttentionArgs& a = *c.a;
 #pragma omp parallel
@@ -570,16 +641,16 @@ void rows(const Call& c, Scratch& sc) {
       sc.range[b] = detail::unmaskedKeyRange(sa, i);
     }
 #pragma omp for schedule(static)
-    for (I b = 0; b < c.batch; ++b) queryPairs<Halves>(c, sc, i, b);
+    for (I b = 0; b < c.batch; ++b) queryRows<T, Vecs>(c, sc, i, b);
       // A task is (chunk index, block of kStreamsPerTask streams): per group
       // of keys, the group of each stream of the block in turn (kStreamsPerTask).
       // Chunks past a stream's range are empty.
 #pragma omp for schedule(dynamic)
-    for (I t = 0; t < sc.chunks * sc.blocks; ++t) scoresTask<Halves>(c, sc, i, t);
+    for (I t = 0; t < sc.chunks * sc.blocks; ++t) scoresTask<T, Vecs>(c, sc, i, t);
 #pragma omp for schedule(dynamic)
-    for (I t = 0; t < sc.chunks * sc.blocks; ++t) valuesTask<Halves>(c, sc, t);
+    for (I t = 0; t < sc.chunks * sc.blocks; ++t) valuesTask<T, Vecs>(c, sc, t);
 #pragma omp for schedule(static)
-    for (I t = 0; t < c.batch * c.heads; ++t) writeRow(c, sc, i, t / c.heads, t % c.heads);
+    for (I t = 0; t < c.batch * c.heads; ++t) writeRow<T>(c, sc, i, t / c.heads, t % c.heads);
   }
 }
 
@@ -589,18 +660,33 @@ namespace detail {
 
 void relAttentionRows(const RelAttentionArgs& a) {
   const RelAttentionShape& s = a.shape;
-  TXL_CHECK(a.kvBf16 && a.path.table == PositionLayout::Bf16Rows && platform().avx512Bf16 && s.d <= kMaxD &&
-                s.heads <= kMaxHeads,
-            "rel_attention: the row-wise path needs bf16 keys, position rows and AVX512-BF16");
-  Call c{&a, s.batch, s.heads, s.q, s.k, s.d, {wordMask(s.d), wordMask(s.d - 32)}};
+  TXL_CHECK(s.d <= kMaxD && s.heads <= kMaxHeads &&
+                (a.kvBf16 ? a.path.table == PositionLayout::Bf16Rows && platform().avx512Bf16
+                          : a.path.table == PositionLayout::F32Rows && platform().avx512),
+            "rel_attention: the row-wise path needs bf16 keys, bf16 position rows and AVX512-BF16, or f32 keys, f32 "
+            "position rows and AVX-512");
+  const Call c = callOf(a);
   // Kept per calling thread across calls, so that a warm stream's segments
   // allocate nothing (tests/session/no_allocation_test.cpp); several
   // sessions on several threads each have their own.
   static thread_local Scratch scratch;
   scratch.size(s.batch, s.heads, s.k);
   scratch.offsets(a);
-  if (s.d > 32) rows<2>(c, scratch);
-  else rows<1>(c, scratch);
+  if (a.kvBf16) {
+    if (s.d > 32) rows<Bf16, 2>(c, scratch);
+    else rows<Bf16, 1>(c, scratch);
+    return;
+  }
+  switch ((s.d + 15) / 16) {
+    case 1:
+      return rows<float, 1>(c, scratch);
+    case 2:
+      return rows<float, 2>(c, scratch);
+    case 3:
+      return rows<float, 3>(c, scratch);
+    default:
+      return rows<float, 4>(c, scratch);
+  }
 }
 
 }  // namespace detail

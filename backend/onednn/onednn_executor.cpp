@@ -56,6 +56,7 @@ class OnednnPlan final : public OnednnCompiledGraph {
   std::size_t arenaBytes() const override { return plan_.memory.arenaBytes; }
   const MemoryPlan& memoryPlan() const override { return plan_.memory; }
   std::size_t constantBytes() const override { return plan_.constantBytes; }
+  std::size_t copiedConstantBytes() const override { return plan_.copiedConstantBytes; }
   void setProfiling(bool on) override {
     profiling_ = on;
     stepSeconds_.assign(plan_.steps.size(), 0.0);

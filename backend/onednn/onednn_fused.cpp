@@ -254,6 +254,14 @@ kernels::RowStrides rowStrides(const View& v, const char* what) {
   return {s[0], s[1], s[2]};
 }
 
+// Query rows up to which the row-wise kernel runs (a generated token):
+// every key, value and position row is then used once, and the block-wise
+// kernels' transposes are pure overhead on a memory-bound call
+// (rel_attention_rows.cpp). f32 keys take it with f32 position rows, bf16
+// keys with bf16 ones.
+constexpr std::int64_t kRowwiseRows = 1;
+constexpr kernels::AttentionPath kRowsF32{kernels::AttentionKernel::Rows, kernels::PositionLayout::F32Rows};
+
 }  // namespace
 
 // The unfused lowering reads k and v in place through strided views at a
@@ -265,23 +273,20 @@ kernels::RowStrides rowStrides(const View& v, const char* what) {
 // fuse-attention (docs/LOG.md). With bf16 keys and values (a bf16 state
 // window) the kernel is the faster at every row count: it widens them as it
 // copies each key block, where the unfused lowering's f32 matmuls would need
-// every key and value converted first, and it reads half the bytes.
+// every key and value converted first, and it reads half the bytes. At one
+// f32 row the row-wise kernel (no transposes, rows in address order) is the
+// faster where the CPU runs it.
 std::optional<std::string> unfusedAttentionReason(const kernels::RelAttentionShape& s, ir::DType kv) {
   if (!kernels::relAttentionSupports(s))
     return "the own rel_attention kernel takes a head size of at most 64, not " + std::to_string(s.d);
-  if (s.q <= kMaxRowsForStridedMatMulOperand && kv == ir::DType::F32)
+  const bool rowwise = s.q <= kRowwiseRows && kernels::relAttentionRuns(kRowsF32, s, false);
+  if (s.q <= kMaxRowsForStridedMatMulOperand && kv == ir::DType::F32 && !rowwise)
     return "at " + std::to_string(s.q) +
            " query row(s) the unfused attention reads keys and values in place and is faster";
   return std::nullopt;
 }
 
 namespace {
-
-// Query rows up to which bf16 keys take the row-wise kernel (a generated
-// token): every key, value and position row is then used once, and the
-// block-wise kernels' transposes are pure overhead on a memory-bound call
-// (rel_attention_rows.cpp).
-constexpr std::int64_t kRowwiseRows = 1;
 
 // Query rows below which a core with AMX takes the pair products for bf16
 // keys. On such a core (Sapphire Rapids and later) vdpbf16ps does no more
@@ -302,6 +307,7 @@ constexpr std::int64_t kPairRowsWithAmx = 4;
 kernels::AttentionPath attentionPath(const kernels::RelAttentionShape& s, bool kvBf16, bool packable) {
   using kernels::AttentionKernel, kernels::AttentionPath, kernels::PositionLayout;
   const auto runs = [&](const AttentionPath& p) { return kernels::relAttentionRuns(p, s, kvBf16); };
+  if (!kvBf16 && packable && s.q <= kRowwiseRows && runs(kRowsF32)) return kRowsF32;
   if (kvBf16) {
     const AttentionPath rows{AttentionKernel::Rows, PositionLayout::Bf16Rows};
     if (packable && s.q <= kRowwiseRows && runs(rows)) return rows;
@@ -331,15 +337,15 @@ bool Lowering::positionTableSuffix(const View& rt, const kernels::RelAttentionAr
 const void* Lowering::packPositionTable(const View& rt, const memory::desc& plainMd, const memory::desc& packedMd) {
   const PackedWeights::Source source{plan_.buffers[rt.buffer].weight, 0};
   auto packed = packs_.get(plan_.ptr(rt) - rt.offset, plainMd, packedMd, plan_.engine, nullptr, &source);
-  plan_.countShared(packed.get(), packedMd.get_size());
+  plan_.countShared(packed.get(), packedMd.get_size(), /*copy=*/true);  // the folded table stays
   plan_.packs.push_back(packed);
   return packed->mem.get_data_handle();
 }
 
-// rt (a positionTableSuffix, a.rt its f32 strides) in the bf16 layout of
+// rt (a positionTableSuffix, a.rt its f32 strides) in the packed layout of
 // a.path: Bf16Pairs as [H, D / 2, K, 2] bf16 (a 32-bit lane per pair of d),
-// Bf16Rows as [K, H, D] bf16 (a position's rows of every head contiguous,
-// as a key's are in K).
+// Bf16Rows and F32Rows as [K, H, D] bf16 or f32 (a position's rows of every
+// head contiguous, as a key's are in K).
 kernels::PositionTable Lowering::packedPositionTable(const View& rt, const kernels::RelAttentionArgs& a) {
   const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
   const std::int64_t positions = a.rt.step;
@@ -352,15 +358,17 @@ kernels::PositionTable Lowering::packedPositionTable(const View& rt, const kerne
     const auto* table = static_cast<const std::uint32_t*>(packPositionTable(rt, plainMd, pairMd));
     return {table + lead, pairs * positions, positions};
   }
-  TXL_CHECK(a.path.table == kernels::PositionLayout::Bf16Rows, "rel_attention: no packed form of an f32 table");
+  const bool f32 = a.path.table == kernels::PositionLayout::F32Rows;
+  TXL_CHECK(f32 || a.path.table == kernels::PositionLayout::Bf16Rows, "rel_attention: no packed form of this table");
   const memory::desc plainMd({heads, positions, d}, memory::data_type::f32, {a.rt.head, 1, positions});
-  const memory::desc rowsMd({heads, positions, d}, memory::data_type::bf16, {d, heads * d, 1});
-  const auto* table = static_cast<const std::uint16_t*>(packPositionTable(rt, plainMd, rowsMd));
+  const memory::desc rowsMd({heads, positions, d}, f32 ? memory::data_type::f32 : memory::data_type::bf16,
+                            {d, heads * d, 1});
+  const auto* table = static_cast<const char*>(packPositionTable(rt, plainMd, rowsMd));
   // The leading positions whose rows equal position 0's (clamped distances).
-  const std::size_t rowBytes = std::size_t(heads * d) * sizeof(std::uint16_t);
+  const std::size_t rowBytes = std::size_t(heads * d) * (f32 ? sizeof(float) : sizeof(std::uint16_t));
   std::int64_t same = 1;
-  while (same < positions && std::memcmp(table + same * heads * d, table, rowBytes) == 0) ++same;
-  return {table + lead * heads * d, d, heads * d, std::max<std::int64_t>(0, same - lead)};
+  while (same < positions && std::memcmp(table + same * rowBytes, table, rowBytes) == 0) ++same;
+  return {table + lead * rowBytes, d, heads * d, std::max<std::int64_t>(0, same - lead)};
 }
 
 void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out) {

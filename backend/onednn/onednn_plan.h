@@ -106,12 +106,16 @@ struct Plan {
   MemoryPlan memory;  // offsets of the arena values that own their memory
   std::size_t constantBytes = 0;
 
+  std::size_t copiedConstantBytes = 0;  // of constantBytes: second layouts of constants kept plain too
+
   // Counts a constant shared with other plans (a pack, int8 rows) in
-  // constantBytes once, however many steps (both thread variants) read it.
-  void countShared(const void* id, std::size_t bytes) {
+  // constantBytes once, however many steps (both thread variants) read it;
+  // a copy (of a constant whose plain form stays) in copiedConstantBytes too.
+  void countShared(const void* id, std::size_t bytes, bool copy = false) {
     if (std::find(counted.begin(), counted.end(), id) != counted.end()) return;
     counted.push_back(id);
     constantBytes += bytes;
+    if (copy) copiedConstantBytes += bytes;
   }
   std::vector<const void*> counted;  // countShared's ids
 

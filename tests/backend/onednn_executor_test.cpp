@@ -831,8 +831,8 @@ TEST_CASE("onednn: rel_attention reads k and v in place from [keys, B, 2·H·D] 
 TEST_CASE("onednn: rel_attention's step runs the path the lowering chose for it", "[onednn]") {
   // The step is named after the path in the kernel's arguments: each
   // (query rows, key dtype, position table) gets attentionPath's choice; a
-  // bf16 table layout only for a table the lowering can pack (a weight's
-  // suffix).
+  // packed table layout (bf16, or f32 rows) only for a table the lowering
+  // can pack (a weight's suffix).
   const I batch = 1, heads = 2, dim = 8, mlen = 9;
   for (const I q : {I(1), I(3), I(7)})
     for (const bool bf16 : {false, true})
@@ -864,7 +864,9 @@ TEST_CASE("onednn: rel_attention's step runs the path the lowering chose for it"
           if (s.op == "rel_attention") step = &s;
         REQUIRE(step);
         CHECK(step->impl == std::string("txl:rel_attention:") + kernels::attentionPathName(want));
-        if (!bf16 || !platform().avx512Bf16)
+        if (!bf16 && q == 1 && weightTable && platform().avx512)
+          CHECK(want == kernels::AttentionPath{kernels::AttentionKernel::Rows, kernels::PositionLayout::F32Rows});
+        else if (!bf16 || !platform().avx512Bf16)
           CHECK(want.kernel ==
                 (platform().avx512 ? kernels::AttentionKernel::Blocks : kernels::AttentionKernel::Portable));
         else if (q == 1 && weightTable)

@@ -33,6 +33,7 @@ constexpr AttentionPath kBlocks{AttentionKernel::Blocks, PositionLayout::F32};
 constexpr AttentionPath kPairsF32{AttentionKernel::Pairs, PositionLayout::F32};
 constexpr AttentionPath kPairs{AttentionKernel::Pairs, PositionLayout::Bf16Pairs};
 constexpr AttentionPath kRows{AttentionKernel::Rows, PositionLayout::Bf16Rows};
+constexpr AttentionPath kRowsF32{AttentionKernel::Rows, PositionLayout::F32Rows};
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr I kOutGap = 3;  // out's head stride is d + kOutGap: the gap must stay untouched
 constexpr float kSentinel = 12345.0f;
@@ -47,8 +48,9 @@ struct Problem {
   std::vector<std::uint16_t> kv16;    // when not empty: kv in bf16, passed instead of kv
   std::vector<std::uint32_t> rt2;     // rt in bf16 pairs of d (PositionLayout::Bf16Pairs), for that layout
   std::vector<std::uint16_t> rtRows;  // rt in bf16 rows of positions (PositionLayout::Bf16Rows), for that layout
+  std::vector<float> rtRowsF32;       // rt in f32 rows of positions (PositionLayout::F32Rows), for that layout
   I rtLead = 0;                       // rt's rows start with this many unused columns (a suffix of a longer table)
-  I rtSame = 0;                       // Bf16Rows: positions [0, rtSame) hold position 0's rows (PositionTable::same)
+  I rtSame = 0;  // Bf16Rows, F32Rows: positions [0, rtSame) hold position 0's rows (PositionTable::same)
   float scale = 0.37f;
 
   I hd() const { return shape.heads * shape.d; }
@@ -79,6 +81,10 @@ struct Problem {
         REQUIRE(!rtRows.empty());
         a.rt = {rtRows.data() + rtLead * H * d, d, H * d, rtSame};
         break;
+      case PositionLayout::F32Rows:
+        REQUIRE(!rtRowsF32.empty());
+        a.rt = {rtRowsF32.data() + rtLead * H * d, d, H * d, rtSame};
+        break;
     }
     a.mask = mask.data();
     a.pad = pad.empty() ? nullptr : pad.data();
@@ -89,13 +95,20 @@ struct Problem {
   }
 };
 
-// rtRows of p.rt (any d), position-major as the lowering packs it: rt[h][c][p] at (p, h, c).
-std::vector<std::uint16_t> rowTable(const Problem& p) {
+// p.rt (any d) position-major as the lowering packs it, rt[h][c][p] at (p,
+// h, c): in f32 (rtRowsF32) or bf16 (rtRows).
+std::vector<float> rowTableF32(const Problem& p) {
   const I d = p.shape.d, dim = p.shape.k + p.rtLead;
-  std::vector<std::uint16_t> out;
+  std::vector<float> out;
   for (I j = 0; j < dim; ++j)
     for (I h = 0; h < p.shape.heads; ++h)
-      for (I c = 0; c < d; ++c) out.push_back(txl::ir::floatToBf16(p.rt[(h * d + c) * dim + j]));
+      for (I c = 0; c < d; ++c) out.push_back(p.rt[(h * d + c) * dim + j]);
+  return out;
+}
+
+std::vector<std::uint16_t> rowTable(const Problem& p) {
+  std::vector<std::uint16_t> out;
+  for (float x : rowTableF32(p)) out.push_back(txl::ir::floatToBf16(x));
   return out;
 }
 
@@ -290,6 +303,11 @@ TEST_CASE("rel_attention: runs the paths the CPU has, the layout each reads, and
   CHECK_FALSE(relAttentionRuns(kRows, even, false));
   CHECK_FALSE(relAttentionRuns(kRows, {1, 65, 1, 100, 64}, true));
   CHECK_FALSE(relAttentionRuns({AttentionKernel::Rows, PositionLayout::F32}, even, true));
+  CHECK(relAttentionRuns(kRowsF32, odd, false) == avx512);  // f32 keys and values with f32 rows
+  CHECK_FALSE(relAttentionRuns(kRowsF32, even, true));
+  CHECK_FALSE(relAttentionRuns(kRows, even, false));
+  CHECK_FALSE(relAttentionRuns(kRowsF32, {1, 65, 1, 100, 64}, false));
+  CHECK(std::string(attentionPathName(kRowsF32)) == "rows-f32");
   CHECK_FALSE(relAttentionRuns({AttentionKernel::Blocks, PositionLayout::Bf16Pairs}, even, true));
   CHECK_FALSE(relAttentionRuns(kPortable, {1, 8, 80, 2180, 65}, false));
   CHECK(std::string(attentionPathName({AttentionKernel::Portable, PositionLayout::Bf16Rows})) == "invalid");
@@ -311,6 +329,10 @@ TEST_CASE("rel_attention: matches the double reference, AVX-512 and portable pat
       const std::vector<double> want = reference(p);
       requireClose(run(p, Problem::widening()), want);
       requireClose(run(p, kPortable), want);
+      if (relAttentionRuns(kRowsF32, p.shape, false)) {  // a row at a time, every row
+        p.rtRowsF32 = rowTableF32(p);
+        requireClose(run(p, kRowsF32), want);
+      }
     }
 }
 
@@ -380,55 +402,63 @@ TEST_CASE("rel_attention: bf16 keys and values") {
 TEST_CASE("rel_attention: the row-wise path takes the clamped positions' row once") {
   // Positions [0, same) hold one row (relative distances at or beyond
   // clamp_len): with rt.same the kernel adds qv · r once per head to each
-  // key's qu · k, against the reference within the pair products' bound
-  // and against the same rows read key by key within f32 rounding (another
-  // order of the sums); keys prepended with pad = 1, their positions
-  // clamped too, change no bit.
+  // key's qu · k, against the reference within the products' bound (pair
+  // products in bf16, f32 rounding in f32) and against the same rows read
+  // key by key within f32 rounding (another order of the sums); keys
+  // prepended with pad = 1, their positions clamped too, change no bit.
   std::uint32_t seed = 70;
-  for (const Case& c :
-       {Case{1, 8, 1, 300, 64}, Case{3, 3, 1, 130, 41}, Case{2, 2, 4, 200, 32}, Case{1, 10, 1, 700, 41}})
-    for (bool withPad : {false, true}) {
-      const RelAttentionShape shape{c.batch, c.heads, c.q, c.k, c.d};
-      if (!relAttentionRuns(kRows, shape, true)) return;
-      Problem p = makeProblem(shape, MaskKind::Causal, withPad, seed++);
-      const I same = c.k / 2 + 5;
-      const auto clamp = [](Problem& p, I rows) {  // table rows [0, rtLead + rows) = the last of them, in bf16
-        const I dim = p.shape.k + p.rtLead, last = p.rtLead + rows - 1;
-        for (I row = 0; row < p.shape.heads * p.shape.d; ++row)
-          for (I j = 0; j < dim; ++j) {
-            float& x = p.rt[row * dim + j];
-            x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(j < last ? p.rt[row * dim + last] : x));
-          }
-      };
-      clamp(p, same);
-      for (std::vector<float>* xs : {&p.kv, &p.qu, &p.qv})
-        for (float& x : *xs) x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(x));
-      for (float x : p.kv) p.kv16.push_back(txl::ir::floatToBf16(x));
-      p.rtRows = rowTable(p);
-      INFO("batch " << c.batch << " heads " << c.heads << " q " << c.q << " k " << c.k << " d " << c.d << " pad "
-                    << withPad);
-      const std::vector<double> want = reference(p);
-      const std::vector<float> byKey = run(p, kRows);
-      p.rtSame = same;
-      const std::vector<float> got = run(p, kRows);
-      requireClose(got, want, 1.0 / 256);
-      requireClose(got, std::vector<double>(byKey.begin(), byKey.end()), 1e-5);
-      // The shortcut reads position 0's row only: NaN in the rows of positions
-      // [1, 32) (the first group of keys, wholly below `same`) changes nothing.
-      Problem poisoned = p;
-      std::fill(poisoned.rtRows.begin() + (p.rtLead + 1) * c.heads * c.d,
-                poisoned.rtRows.begin() + (p.rtLead + 32) * c.heads * c.d, std::uint16_t(0x7fc0));
-      const std::vector<float> unread = run(poisoned, kRows);
-      REQUIRE(std::memcmp(unread.data(), got.data(), got.size() * sizeof(float)) == 0);
-      Problem e = prependMaskedKeys(p, 37);
-      clamp(e, same + 37);
-      e.kv16.clear();
-      for (float x : e.kv) e.kv16.push_back(txl::ir::floatToBf16(x));
-      e.rtRows = rowTable(e);
-      e.rtSame = same + 37;
-      const std::vector<float> padded = run(e, kRows);
-      REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
-    }
+  for (const bool bf16 : {true, false})
+    for (const Case& c :
+         {Case{1, 8, 1, 300, 64}, Case{3, 3, 1, 130, 41}, Case{2, 2, 4, 200, 32}, Case{1, 10, 1, 700, 41}})
+      for (bool withPad : {false, true}) {
+        const RelAttentionShape shape{c.batch, c.heads, c.q, c.k, c.d};
+        const AttentionPath path = bf16 ? kRows : kRowsF32;
+        if (!relAttentionRuns(path, shape, bf16)) continue;
+        const auto round = [bf16](float x) { return bf16 ? txl::ir::bf16ToFloat(txl::ir::floatToBf16(x)) : x; };
+        const auto tables = [bf16](Problem& p) {
+          if (bf16) p.rtRows = rowTable(p);
+          else p.rtRowsF32 = rowTableF32(p);
+          p.kv16.clear();
+          if (bf16)
+            for (float x : p.kv) p.kv16.push_back(txl::ir::floatToBf16(x));
+        };
+        Problem p = makeProblem(shape, MaskKind::Causal, withPad, seed++);
+        const I same = c.k / 2 + 5;
+        const auto clamp = [&round](Problem& p, I rows) {  // table rows [0, rtLead + rows) = the last of them
+          const I dim = p.shape.k + p.rtLead, last = p.rtLead + rows - 1;
+          for (I row = 0; row < p.shape.heads * p.shape.d; ++row)
+            for (I j = 0; j < dim; ++j) {
+              float& x = p.rt[row * dim + j];
+              x = round(j < last ? p.rt[row * dim + last] : x);
+            }
+        };
+        clamp(p, same);
+        for (std::vector<float>* xs : {&p.kv, &p.qu, &p.qv})
+          for (float& x : *xs) x = round(x);
+        tables(p);
+        INFO("bf16 " << bf16 << " batch " << c.batch << " heads " << c.heads << " q " << c.q << " k " << c.k << " d "
+                     << c.d << " pad " << withPad);
+        const std::vector<double> want = reference(p);
+        const std::vector<float> byKey = run(p, path);
+        p.rtSame = same;
+        const std::vector<float> got = run(p, path);
+        requireClose(got, want, bf16 ? 1.0 / 256 : 1e-5);
+        requireClose(got, std::vector<double>(byKey.begin(), byKey.end()), 1e-5);
+        // The shortcut reads position 0's row only: NaN in the rows of positions
+        // [1, 32) (the first group of keys, wholly below `same`) changes nothing.
+        Problem poisoned = p;
+        const I from = (p.rtLead + 1) * c.heads * c.d, to = (p.rtLead + 32) * c.heads * c.d;
+        if (bf16) std::fill(poisoned.rtRows.begin() + from, poisoned.rtRows.begin() + to, std::uint16_t(0x7fc0));
+        else std::fill(poisoned.rtRowsF32.begin() + from, poisoned.rtRowsF32.begin() + to, kNaN);
+        const std::vector<float> unread = run(poisoned, path);
+        REQUIRE(std::memcmp(unread.data(), got.data(), got.size() * sizeof(float)) == 0);
+        Problem e = prependMaskedKeys(p, 37);
+        clamp(e, same + 37);
+        tables(e);
+        e.rtSame = same + 37;
+        const std::vector<float> padded = run(e, path);
+        REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
+      }
 }
 
 TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not") {
@@ -439,15 +469,20 @@ TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not
 }
 
 TEST_CASE("rel_attention: keys prepended with pad = 1 change no bit of the output") {
-  for (const AttentionPath& path : {Problem::widening(), kPortable})
-    for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 2, 80, 80, 64}})
+  for (const AttentionPath& path : {Problem::widening(), kPortable, kRowsF32})
+    for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 2, 80, 80, 64},
+                          Case{3, 2, 1, 150, 20}})
       for (MaskKind kind : {MaskKind::Causal, MaskKind::SameLength, MaskKind::Random})
         for (bool withPad : {false, true}) {
           Problem p = makeProblem({c.batch, c.heads, c.q, c.k, c.d}, kind, withPad, 11);
+          if (!relAttentionRuns(path, p.shape, false)) continue;
+          p.rtRowsF32 = rowTableF32(p);
           const std::vector<float> want = run(p, path);
           for (I extra : {37, 100}) {
-            INFO("q " << c.q << " k " << c.k << " d " << c.d << " mask " << int(kind) << " extra " << extra);
+            INFO("path " << attentionPathName(path) << " q " << c.q << " k " << c.k << " d " << c.d << " mask "
+                         << int(kind) << " extra " << extra);
             Problem e = prependMaskedKeys(p, extra);
+            e.rtRowsF32 = rowTableF32(e);
             const std::vector<float> got = run(e, path);
             REQUIRE(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
           }
@@ -482,55 +517,61 @@ TEST_CASE("rel_attention: speed", "[.bench]") {
   }
 }
 
-// A generated token at bf16 against 12 layers' keys, values and position
-// tables (beyond the caches), one call per layer in turn; the row-wise path
-// (Bf16Rows table) against the block-wise pair path (Bf16Pairs table),
-// alternated.
+// A generated token against 12 layers' keys, values and position tables
+// (beyond the caches), one call per layer in turn: at bf16 the row-wise path
+// (Bf16Rows table) against the block-wise pair path (Bf16Pairs table), at
+// f32 the row-wise path (F32Rows table) against the block-wise one (F32
+// table), alternated.
 namespace {
-void benchOneRow(const RelAttentionShape& s) {
+void benchOneRow(const RelAttentionShape& s, bool bf16) {
   constexpr int kLayers = 12;
   std::vector<Problem> layers;
   for (int l = 0; l < kLayers; ++l) {
     Problem p = makeProblem(s, MaskKind::SameLength, false, 100 + l);
     std::mt19937 rng(5);
     p.mask = makeMask(s.q, s.k, MaskKind::SameLength, rng, s.k - s.q);
-    for (float x : p.kv) p.kv16.push_back(txl::ir::floatToBf16(x));
-    const I d = s.d, dim = s.k + p.rtLead;
-    for (I h = 0; h < s.heads; ++h) {
-      for (I c = 0; c < d / 2; ++c)
-        for (I j = 0; j < dim; ++j)
-          p.rt2.push_back(std::uint32_t(txl::ir::floatToBf16(p.rt[(h * d + 2 * c) * dim + j])) |
-                          std::uint32_t(txl::ir::floatToBf16(p.rt[(h * d + 2 * c + 1) * dim + j])) << 16);
+    if (bf16) {
+      for (float x : p.kv) p.kv16.push_back(txl::ir::floatToBf16(x));
+      const I d = s.d, dim = s.k + p.rtLead;
+      for (I h = 0; h < s.heads; ++h) {
+        for (I c = 0; c < d / 2; ++c)
+          for (I j = 0; j < dim; ++j)
+            p.rt2.push_back(std::uint32_t(txl::ir::floatToBf16(p.rt[(h * d + 2 * c) * dim + j])) |
+                            std::uint32_t(txl::ir::floatToBf16(p.rt[(h * d + 2 * c + 1) * dim + j])) << 16);
+      }
+      p.rtRows = rowTable(p);
+      p.kv.clear(), p.kv.shrink_to_fit(), p.rt.assign(1, 0.0f);
+    } else {
+      p.rtRowsF32 = rowTableF32(p);
     }
-    p.rtRows = rowTable(p);
-    p.kv.clear(), p.kv.shrink_to_fit(), p.rt.assign(1, 0.0f);
     layers.push_back(std::move(p));
   }
-  std::vector<double> rows, pairs;
+  const AttentionPath rowwisePath = bf16 ? kRows : kRowsF32, blockPath = bf16 ? kPairs : kBlocks;
+  std::vector<double> rows, blocks;
   for (int r = 0; r < 60; ++r)
     for (bool rowwise : {true, false}) {
       const auto t0 = std::chrono::steady_clock::now();
-      for (Problem& p : layers) {
-        relAttention(p.args(rowwise ? kRows : kPairs));
-      }
-      (rowwise ? rows : pairs)
+      for (Problem& p : layers) relAttention(p.args(rowwise ? rowwisePath : blockPath));
+      (rowwise ? rows : blocks)
           .push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-  for (auto* v : {&rows, &pairs}) std::sort(v->begin(), v->end());
-  const double bytes = kLayers * double(s.batch) * s.heads * s.k * s.d * 2 * 2;  // keys and values
+  for (auto* v : {&rows, &blocks}) std::sort(v->begin(), v->end());
+  const double bytes = kLayers * double(s.batch) * s.heads * s.k * s.d * 2 * (bf16 ? 2 : 4);  // keys and values
   std::printf(
-      "rel_attention, one row, batch %lld, %lld keys, 12 layers, threads %d: row-wise median %.3f ms (%.1f GB/s), "
-      "best %.3f; block-wise pairs median %.3f ms (%.1f GB/s), best %.3f\n",
-      static_cast<long long>(s.batch), static_cast<long long>(s.k), omp_get_max_threads(), rows[rows.size() / 2],
-      bytes / rows[rows.size() / 2] * 1e-6, rows.front(), pairs[pairs.size() / 2],
-      bytes / pairs[pairs.size() / 2] * 1e-6, pairs.front());
+      "rel_attention, one row, %s, batch %lld, %lld keys, 12 layers, threads %d: row-wise median %.3f ms (%.1f GB/s), "
+      "best %.3f; block-wise %s median %.3f ms (%.1f GB/s), best %.3f\n",
+      bf16 ? "bf16" : "f32", static_cast<long long>(s.batch), static_cast<long long>(s.k), omp_get_max_threads(),
+      rows[rows.size() / 2], bytes / rows[rows.size() / 2] * 1e-6, rows.front(), attentionPathName(blockPath),
+      blocks[blocks.size() / 2], bytes / blocks[blocks.size() / 2] * 1e-6, blocks.front());
   CHECK(std::isfinite(rows.front()));
 }
 }  // namespace
 
 TEST_CASE("rel_attention: one query row against state in memory", "[.bench]") {
   // enwik8 base: one stream at mem_len 2100, eight at mem_len 512.
-  if (!txl::backend::platform().avx512Bf16) return;
-  benchOneRow({1, 8, 1, 2101, 64});
-  benchOneRow({8, 8, 1, 513, 64});
+  for (const bool bf16 : {true, false}) {
+    if (!relAttentionRuns(bf16 ? kRows : kRowsF32, {1, 8, 1, 2101, 64}, bf16)) continue;
+    benchOneRow({1, 8, 1, 2101, 64}, bf16);
+    benchOneRow({8, 8, 1, 513, 64}, bf16);
+  }
 }
