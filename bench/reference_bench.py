@@ -60,6 +60,7 @@ import resource
 import statistics
 import sys
 import time
+import warnings
 
 PROG = "bench/reference_bench.py"
 
@@ -196,6 +197,8 @@ def import_authors(torch, d):
         progress("torch.version.cuda is None (a CPU build): set to '0.0' for the authors' "
                  "utils/proj_adaptive_softmax.py, which splits it at import")
     d = os.path.abspath(d)
+    # Their attention masks are uint8, which torch >= 1.2 accepts with a deprecation warning per process.
+    warnings.filterwarnings("ignore", message="masked_fill_ received a mask with dtype torch.uint8")
     sys.path[:0] = [d, os.path.join(d, "utils")]
     try:
         import mem_transformer  # noqa: PLC0415
