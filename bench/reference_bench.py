@@ -242,6 +242,9 @@ def run(a, spec, torch, MemTransformerLM):
     if mem_len is None:
         raise Usage(f"{a.spec}: /mem_len: required key is missing (or pass --mem-len)")
     torch.set_num_threads(a.threads)
+    if blas_library().startswith("blas/libblas.so"):  # libblas3: /usr/lib/<triplet>/blas/libblas.so.3.*
+        progress("warning: torch runs on the reference BLAS (libblas3), about 100x slower than OpenBLAS: "
+                 "apt-get install libopenblas0-pthread")
     torch.manual_seed(a.seed)
     model = MemTransformerLM(
         spec["n_token"], spec["n_layer"], spec["n_head"], spec["d_model"], spec["d_head"], spec["d_inner"],
