@@ -42,7 +42,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 # The reference command: Debian's interpreter (its python3-torch), without the
-# OpenBLAS overrides some machines set for older builds (/work/.library/env).
+# OpenBLAS core overrides some machines set for older OpenBLAS builds, which
+# would slow the current one torch calls.
 reference_python=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/reference_bench.py)
 if [[ -n $reference_given ]]; then
   [[ -n $reference ]] || { echo "scripts/bench.sh: --reference: expected a directory (the pytorch/ directory of a clone of https://github.com/kimiyoung/transformer-xl)" >&2; exit 2; }
@@ -96,7 +97,7 @@ trap 'rm -rf "$tmp"' EXIT
 # spell of a shared machine lands in one run of each rather than in all runs
 # of one.
 declare -A values=()  # "benchmark index,precision,key" -> the values of the runs, space-separated
-reference_torch=""  # torch's version, as the reference runs report it
+reference_torch=""  # torch's version and the BLAS library, as the reference runs report them
 for ((r = 1; r <= repeat; r++)); do
   for i in "${!benchmarks[@]}"; do
     IFS='|' read -r name args _ has_reference <<<"${benchmarks[$i]}"
