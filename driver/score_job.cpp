@@ -106,7 +106,9 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
   // the totals would mix in zeros or another rank's streams.
   std::vector<bool> shareReceived(std::size_t(ranks), false);
   const auto shareName = [&](int r) {
-    return "[" + std::to_string(shareStart(r)) + ", " + std::to_string(shareStart(r + 1)) + ")";
+    std::string name = "[";
+    name += std::to_string(shareStart(r)) + ", " + std::to_string(shareStart(r + 1)) + ")";
+    return name;
   };
   const auto handle = [&](const Message& msg) {
     TXL_CHECK(msg.tag == kTagStreams, "an unexpected message from rank " + std::to_string(msg.source));
