@@ -256,6 +256,18 @@ backend::ThreadPolicy parseThreadPolicy(const std::string& name, const std::stri
   throw UsageError(flag + ": expected auto, idle or loaded, got '" + name + "'");
 }
 
+std::string threadPolicyName(backend::ThreadPolicy policy) {
+  switch (policy) {
+    case backend::ThreadPolicy::Auto:
+      return "auto";
+    case backend::ThreadPolicy::Idle:
+      return "idle";
+    case backend::ThreadPolicy::Loaded:
+      return "loaded";
+  }
+  return "auto";
+}
+
 std::shared_ptr<backend::Executor> makeExecutor(const Setting& s) {
   backend::OnednnOptions options;
   options.threadPolicy = s.threadPolicy;

@@ -93,6 +93,8 @@ int defaultThreads();
 std::shared_ptr<backend::Executor> makeExecutor(const Setting& s);
 // "auto", "idle" or "loaded" (txl::UsageError naming `flag` otherwise).
 backend::ThreadPolicy parseThreadPolicy(const std::string& name, const std::string& flag);
+// The name parseThreadPolicy() reads: "auto", "idle" or "loaded".
+std::string threadPolicyName(backend::ThreadPolicy policy);
 // What the passes ask about fast paths when building graphs for executor
 // `backend`: the oneDNN target for "onednn" (a fusion it would run slowly is
 // skipped, e.g. rel_attention at <= 4 query rows), none for "reference"
