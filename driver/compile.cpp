@@ -256,6 +256,18 @@ backend::ThreadPolicy parseThreadPolicy(const std::string& name, const std::stri
   throw UsageError(flag + ": expected auto, idle or loaded, got '" + name + "'");
 }
 
+std::string threadPolicyName(backend::ThreadPolicy policy) {
+  switch (policy) {
+    case backend::ThreadPolicy::Auto:
+      return "auto";
+    case backend::ThreadPolicy::Idle:
+      return "idle";
+    case backend::ThreadPolicy::Loaded:
+      return "loaded";
+  }
+  return "auto";
+}
+
 std::shared_ptr<backend::Executor> makeExecutor(const Setting& s) {
   backend::OnednnOptions options;
   options.threadPolicy = s.threadPolicy;
@@ -339,21 +351,37 @@ MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s)
   return e;
 }
 
+namespace {
+std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1 << 30));
+  return buf;
+}
+}  // namespace
+
 void checkMemoryFits(const frontend::ModelSpec& spec, const Setting& s, const std::string& source) {
   const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || pageSize <= 0) return;
   const double ram = double(pages) * double(pageSize);
   const MemoryEstimate e = estimateMemory(spec, s);
   if (e.total() <= ram) return;
-  auto gib = [](double bytes) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1 << 30));
-    return std::string(buf);
-  };
   throw Error(source + ": batch " + std::to_string(s.batch) + ", qlen " + std::to_string(s.qlen) + ", mem_len " +
               std::to_string(s.memLen) + " needs at least " + gib(e.total()) + " (weights " + gib(e.weights) +
               ", memory " + gib(e.state) + ", position tables " + gib(e.tables) + ", segment activations " +
               gib(e.activations) + "); this machine has " + gib(ram) + " of RAM");
+}
+
+void checkMemoryAvailable(const frontend::ModelSpec& spec, const Setting& s, const std::string& source,
+                          const MachineMemory& machine) {
+  if (!machine.available) return;
+  const MemoryEstimate e = estimateMemory(spec, s);
+  const double need = e.state + e.tables + e.activations;  // the weights are loaded already
+  if (need <= *machine.available) return;
+  throw Error(source + ": batch " + std::to_string(s.batch) + ", qlen " + std::to_string(s.qlen) + ", mem_len " +
+              std::to_string(s.memLen) + " needs at least " + gib(need) + " besides its weights (memory " +
+              gib(e.state) + ", position tables " + gib(e.tables) + ", segment activations " + gib(e.activations) +
+              "); this machine has " + gib(*machine.available) + " available (MemAvailable)" +
+              (machine.total ? " of " + gib(*machine.total) : std::string()) + " of RAM");
 }
 
 // --- compiling ---------------------------------------------------------------

@@ -22,6 +22,7 @@
 
 #include "backend/session.h"
 #include "driver/artifact.h"
+#include "driver/machine_memory.h"
 #include "driver/model.h"
 #include "driver/setting.h"
 #include "frontend/graph_builder.h"
@@ -93,6 +94,8 @@ int defaultThreads();
 std::shared_ptr<backend::Executor> makeExecutor(const Setting& s);
 // "auto", "idle" or "loaded" (txl::UsageError naming `flag` otherwise).
 backend::ThreadPolicy parseThreadPolicy(const std::string& name, const std::string& flag);
+// The name parseThreadPolicy() reads: "auto", "idle" or "loaded".
+std::string threadPolicyName(backend::ThreadPolicy policy);
 // What the passes ask about fast paths when building graphs for executor
 // `backend`: the oneDNN target for "onednn" (a fusion it would run slowly is
 // skipped, e.g. rel_attention at <= 4 query rows), none for "reference"
@@ -152,6 +155,15 @@ MemoryEstimate estimateMemory(const frontend::ModelSpec& spec, const Setting& s)
 // Refuses a setting whose estimate exceeds this machine's physical RAM, before
 // anything is planned or allocated (txl::Error naming `source` and the figures).
 void checkMemoryFits(const frontend::ModelSpec& spec, const Setting& s, const std::string& source);
+// Refuses a setting whose allocations beyond the weights (the estimate's
+// state, position tables and activations) exceed the memory `machine` has
+// available now (MemAvailable, driver/machine_memory.h): a model already
+// open holds its weights, and other processes hold what they hold. txl::Error
+// naming `source`, the need and the memory available and in all; nothing is
+// checked when the available memory is unknown. `txlc bench` checks each
+// case so, after checkMemoryFits, with readMachineMemory() just before it runs.
+void checkMemoryAvailable(const frontend::ModelSpec& spec, const Setting& s, const std::string& source,
+                          const MachineMemory& machine);
 
 // --- compiling ---------------------------------------------------------------
 

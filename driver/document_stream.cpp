@@ -152,29 +152,18 @@ DocumentStreamResult scoreDocumentStream(const Model& m, const Setting& setting,
   if (interrupted) sink.stop();
   else sink.commit();
   out.partialPath = interrupted ? sink.partialPath() : "";
-  const double secs = seconds(), perToken = tokensAll > 0 ? nllSum / double(tokensAll) : 0.0;
-  out.summary = {{"file", job.source},
-                 {"documents", out.read},
-                 {"scored", scoredWritten},
-                 {"resumed", 0},
-                 {"failed", failed},
-                 {"tokens", tokensAll},
-                 {"nll_sum", nllSum},
-                 {"nll_per_token", perToken},
-                 {"perplexity", std::exp(perToken)},
-                 {"bits_per_token", perToken / std::log(2.0)},
-                 {"seconds", secs},
-                 {"documents_per_second", secs > 0 ? double(scored) / secs : 0.0},
-                 {"tokens_per_second", secs > 0 ? double(predicted) / secs : 0.0},
-                 {"ranks", 1},
-                 {"threads", job.threads},
-                 {"batch", setting.batch},
-                 {"qlen", setting.qlen},
-                 {"mem_len", setting.memLen}};
-  if (interrupted) {
-    out.summary["interrupted"] = true;
-    out.summary["written"] = out.written;
-  }
+  out.summary = documentSummary({.file = job.source,
+                                 .documents = out.read,
+                                 .scored = scoredWritten,
+                                 .failed = failed,
+                                 .tokens = tokensAll,
+                                 .nllSum = nllSum,
+                                 .seconds = seconds(),
+                                 .scoredAll = scored,
+                                 .predicted = predicted,
+                                 .threads = job.threads,
+                                 .written = interrupted ? std::optional<std::size_t>(out.written) : std::nullopt},
+                                setting);
   return out;
 }
 

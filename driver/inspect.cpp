@@ -43,9 +43,12 @@ std::string statsText(const GraphStats& in, const GraphStats& opt, const std::ve
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> rows;
   for (const auto& [op, n] : in.ops) rows[op].first = n;
   for (const auto& [op, n] : opt.ops) rows[op].second = n;
-  appendf(out, "%-16s %10s %10s\n", "op", "input", "optimized");
+  // The name column as wide as the longest op name (logprob_pick_gathered is 21), at least 16.
+  int width = 16;
+  for (const auto& [op, n] : rows) width = std::max(width, int(op.size()));
+  appendf(out, "%-*s %10s %10s\n", width, "op", "input", "optimized");
   for (const auto& [op, n] : rows)
-    appendf(out, "%-16s %10lld %10lld\n", op.c_str(), (long long)n.first, (long long)n.second);
+    appendf(out, "%-*s %10lld %10lld\n", width, op.c_str(), (long long)n.first, (long long)n.second);
   appendf(out, "\n%-24s %14s %14s\n", "per segment", "input", "optimized");
   appendf(out, "%-24s %13sF %13sF  (%.1f%% of the input)\n", "FLOPs", human(in.flops).c_str(), human(opt.flops).c_str(),
           in.flops > 0 ? 100.0 * opt.flops / in.flops : 0.0);

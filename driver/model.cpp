@@ -6,6 +6,7 @@
 
 #include "driver/standalone.h"
 #include "frontend/checkpoint_model.h"
+#include "frontend/file_form.h"
 #include "frontend/model_loader.h"
 #include "ir/check.h"
 
@@ -109,6 +110,8 @@ Model openModel(const std::string& path, const OpenOptions& options) {
   }
   // "checkpoint": a checkpoint file as MODEL, or the checkpoint a folder or --weights names.
   if (m.form == "spec" && frontend::isTorchCheckpointFile(path)) m.form = "checkpoint";
+  // "safetensors": a safetensors file as MODEL, its spec from the config.json beside it.
+  if (m.form == "spec" && frontend::sniffFile(path) == frontend::FileForm::Safetensors) m.form = "safetensors";
   if (!loaded.weightsPath.empty() && frontend::isTorchCheckpointFile(loaded.weightsPath)) m.form = "checkpoint";
   for (const auto& w : loaded.spec.warnings) std::cerr << "txlc: warning: " << oneLine(w) << std::endl;
   m.spec = std::move(loaded.spec);

@@ -37,7 +37,8 @@ struct OpenOptions {
 struct Model {
   std::string path;  // as the user named it (or the executable, embedded)
   // What `path` is: "directory", "spec", "checkpoint" (a checkpoint file, or a
-  // spec or directory whose weights are a PyTorch checkpoint), "artifact", "executable" (a
+  // spec or directory whose weights are a PyTorch checkpoint), "safetensors"
+  // (a safetensors file with config.json beside it), "artifact", "executable" (a
   // standalone executable named as a model) or "embedded" (the running one's).
   std::string form;
   frontend::ModelSpec spec;

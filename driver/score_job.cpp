@@ -106,7 +106,9 @@ TextJobResult scoreTextJob(const Model& m, const Setting& setting, const TextJob
   // the totals would mix in zeros or another rank's streams.
   std::vector<bool> shareReceived(std::size_t(ranks), false);
   const auto shareName = [&](int r) {
-    return "[" + std::to_string(shareStart(r)) + ", " + std::to_string(shareStart(r + 1)) + ")";
+    std::string name = "[";
+    name += std::to_string(shareStart(r)) + ", " + std::to_string(shareStart(r + 1)) + ")";
+    return name;
   };
   const auto handle = [&](const Message& msg) {
     TXL_CHECK(msg.tag == kTagStreams, "an unexpected message from rank " + std::to_string(msg.source));
@@ -512,30 +514,49 @@ DocumentJobResult scoreDocumentJob(const Model& m, const Setting& setting, const
     tokensAll += o.score->tokens;
     nllSum += o.score->nllSum;
   }
-  const double perToken = tokensAll > 0 ? nllSum / double(tokensAll) : 0.0;
-  out.summary = {{"file", job.source},
-                 {"documents", docs.size()},
-                 {"scored", scoredHere},
-                 {"resumed", resumed},
-                 {"failed", failed},
-                 {"tokens", tokensAll},
-                 {"nll_sum", nllSum},
-                 {"nll_per_token", perToken},
-                 {"perplexity", std::exp(perToken)},
-                 {"bits_per_token", perToken / std::log(2.0)},
-                 {"seconds", seconds},
-                 {"documents_per_second", seconds > 0 ? double(scoredAll) / seconds : 0.0},
-                 {"tokens_per_second", seconds > 0 ? double(predictedAll) / seconds : 0.0},
-                 {"ranks", ranks},
-                 {"threads", job.threads},
-                 {"batch", setting.batch},
-                 {"qlen", setting.qlen},
-                 {"mem_len", setting.memLen}};
-  if (interrupted) {
-    out.summary["interrupted"] = true;
-    out.summary["written"] = written;  // the documents whose lines are out, in input order (resumed ones included)
-  }
+  out.summary = documentSummary({.file = job.source,
+                                 .documents = docs.size(),
+                                 .scored = scoredHere,
+                                 .resumed = resumed,
+                                 .failed = failed,
+                                 .tokens = tokensAll,
+                                 .nllSum = nllSum,
+                                 .seconds = seconds,
+                                 .scoredAll = scoredAll,
+                                 .predicted = predictedAll,
+                                 .ranks = ranks,
+                                 .threads = job.threads,
+                                 // the documents whose lines are out, in input order (resumed ones included)
+                                 .written = interrupted ? std::optional<std::size_t>(written) : std::nullopt},
+                                setting);
   return out;
+}
+
+nlohmann::json documentSummary(const DocumentTotals& t, const Setting& setting) {
+  const double perToken = t.tokens > 0 ? t.nllSum / double(t.tokens) : 0.0;
+  nlohmann::json j = {{"file", t.file},
+                      {"documents", t.documents},
+                      {"scored", t.scored},
+                      {"resumed", t.resumed},
+                      {"failed", t.failed},
+                      {"tokens", t.tokens},
+                      {"nll_sum", t.nllSum},
+                      {"nll_per_token", perToken},
+                      {"perplexity", std::exp(perToken)},
+                      {"bits_per_token", perToken / std::log(2.0)},
+                      {"seconds", t.seconds},
+                      {"documents_per_second", t.seconds > 0 ? double(t.scoredAll) / t.seconds : 0.0},
+                      {"tokens_per_second", t.seconds > 0 ? double(t.predicted) / t.seconds : 0.0},
+                      {"ranks", t.ranks},
+                      {"threads", t.threads},
+                      {"batch", setting.batch},
+                      {"qlen", setting.qlen},
+                      {"mem_len", setting.memLen}};
+  if (t.written) {
+    j["interrupted"] = true;
+    j["written"] = *t.written;
+  }
+  return j;
 }
 
 std::string documentSummaryLine(const nlohmann::json& j) {

@@ -123,6 +123,30 @@ struct DocumentJobResult {
 // one (a model without padded plans at --batch above 1).
 void checkDocumentStreams(const Model& m, const Setting& setting);
 
+// A document run's totals, the figures of its summary.
+struct DocumentTotals {
+  std::string file;            // the corpus's name (DocumentJob::source)
+  std::size_t documents = 0;   // documents of the input (read, for a stream)
+  std::size_t scored = 0;      // documents of the output this run scored
+  std::size_t resumed = 0;     // documents kept from an earlier run's output
+  std::int64_t failed = 0;     // error lines
+  std::int64_t tokens = 0;     // tokens of the scored documents of the output
+  double nllSum = 0;           // their NLL
+  double seconds = 0;          // since the scoring started
+  std::size_t scoredAll = 0;   // documents scored in this run, all ranks (documents_per_second)
+  std::int64_t predicted = 0;  // tokens predicted in this run, all ranks (tokens_per_second)
+  int ranks = 1;
+  std::int64_t threads = 1;
+  std::optional<std::size_t> written;  // an interrupted run: the documents whose lines are out
+};
+
+// The summary object of a document run (DocumentJobResult::summary): file,
+// documents, scored, resumed, failed, tokens, nll_sum, nll_per_token,
+// perplexity, bits_per_token, seconds, documents_per_second,
+// tokens_per_second, ranks, threads, batch, qlen, mem_len, and for an
+// interrupted run "interrupted": true and "written".
+nlohmann::json documentSummary(const DocumentTotals& totals, const Setting& setting);
+
 // The summary as one line for stderr: "txlc: score: N documents (F with
 // errors, R resumed), T tokens, nll_sum ..., B bits/token; ... on K ranks".
 std::string documentSummaryLine(const nlohmann::json& summary);

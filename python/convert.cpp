@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "driver/compile.h"
 #include "passes/pipeline.h"
 #include "python/errors.h"
 
@@ -229,7 +230,8 @@ void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const cha
       if (t < 0 || t > 4096)
         throw SettingFailure("--threads: expected a thread count in [0, 4096], got '" + std::to_string(t) + "'");
       c.threads = int(t);
-    } else if (key == "backend") c.backend = text(v, key);
+    } else if (key == "thread_policy") c.threadPolicy = text(v, key);
+    else if (key == "backend") c.backend = text(v, key);
     else if (key == "passes") {
       std::string list;
       for (const auto& n : names(v, key)) list += (list.empty() ? "" : ",") + n;
@@ -253,6 +255,7 @@ py::dict settingToDict(const driver::Setting& s) {
   d["same_length"] = s.sameLength;
   d["initial_memory"] = frontend::initialMemoryName(s.initialMemory);
   d["threads"] = s.threads;
+  d["thread_policy"] = driver::threadPolicyName(s.threadPolicy);
   d["backend"] = s.backend;
   d["passes"] = s.resolved.passes;
   d["memory"] = driver::memoryForm(s);

@@ -26,9 +26,9 @@ namespace py = pybind11;
 py::object toPython(const nlohmann::json& j);
 
 // The setting keywords, named as the command line's flags (--mem-len: mem_len).
-inline constexpr const char* kSettingKeys[] = {"batch",       "qlen",           "mem_len", "clamp_len",
-                                               "same_length", "initial_memory", "threads", "backend",
-                                               "passes",      "disable_pass",   "memory",  "precision"};
+inline constexpr const char* kSettingKeys[] = {"batch",          "qlen",    "mem_len",       "clamp_len", "same_length",
+                                               "initial_memory", "threads", "thread_policy", "backend",   "passes",
+                                               "disable_pass",   "memory",  "precision"};
 // Applies the keywords `kwargs` to `c` (later calls override earlier ones).
 // An unknown key, or a value of the wrong type, is a SettingFailure naming it.
 void applyKeywords(driver::SettingChoice& c, const py::kwargs& kwargs, const char* function);

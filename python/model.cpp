@@ -36,8 +36,9 @@ std::string fspath(const py::handle& path, const char* what) { return pathArg(pa
 std::string settingKey(const driver::Setting& s) {
   std::string key = std::to_string(s.batch) + "|" + std::to_string(s.qlen) + "|" + std::to_string(s.memLen) + "|" +
                     std::to_string(s.clampLen) + "|" + std::to_string(s.sameLength) + "|" +
-                    frontend::initialMemoryName(s.initialMemory) + "|" + std::to_string(s.threads) + "|" + s.backend +
-                    "|" + driver::precisionName(s.precision);
+                    frontend::initialMemoryName(s.initialMemory) + "|" + std::to_string(s.threads) + "|" +
+                    driver::threadPolicyName(s.threadPolicy) + "|" + s.backend + "|" +
+                    driver::precisionName(s.precision);
   for (const auto& p : s.resolved.passes) key += "|" + p;
   return key;
 }
@@ -294,7 +295,7 @@ alive: deleting the Model variable does not invalidate them.)");
       .def_property_readonly(
           "setting", [](const PyModel& p) { return settingToDict(p.resolve(py::kwargs(), "setting")); },
           "The resolved setting load() gave: batch, qlen, mem_len, clamp_len, same_length, initial_memory, threads, "
-          "backend, passes (the pass list) and memory ('kv' or 'hidden').")
+          "thread_policy, backend, passes (the pass list), memory ('kv' or 'hidden') and precision.")
       .def(
           "setting_for",
           [](const PyModel& p, const py::kwargs& kw) { return settingToDict(p.resolve(kw, "setting_for")); },
@@ -404,9 +405,11 @@ a word vocabulary splits text (default: 'hf' for Hugging Face's vocab.pkl).
 
 Setting keywords, named as the command line's flags: batch, qlen, mem_len,
 clamp_len, same_length, initial_memory ('zeros' or 'empty'), threads
-(default 1; 0: OpenMP's default), backend ('onednn' or 'reference'), passes
-(a str 'a,b' or 'none', or a list), disable_pass (a str or a list) and
-memory ('kv' or 'hidden'). They become the model's defaults for every call.
+(default: the machine's physical cores, as txlc; 0: OpenMP's default),
+thread_policy ('auto', 'idle' or 'loaded', as --thread-policy: which steps
+run on one thread), backend ('onednn' or 'reference'), passes (a str 'a,b'
+or 'none', or a list), disable_pass (a str or a list), memory ('kv' or
+'hidden') and precision. They become the model's defaults for every call.
 txlc.InputError for a bad file, txlc.SettingError for a bad setting.)");
   m.def(
       "compile",

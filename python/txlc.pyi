@@ -123,6 +123,7 @@ class Model:
         same_length: bool | None = ...,
         initial_memory: Literal["zeros", "empty"] | None = ...,
         threads: int | None = ...,
+        thread_policy: Literal["auto", "idle", "loaded"] | None = ...,
         backend: Literal["onednn", "reference"] | None = ...,
         passes: str | Sequence[str] | None = ...,
         disable_pass: str | Sequence[str] | None = ...,
@@ -226,6 +227,7 @@ def load(
     random_weights: bool = False,
     seed: int = 0,
     tokenizer: Literal["whitespace", "hf"] | None = None,
+    thread_policy: Literal["auto", "idle", "loaded"] | None = None,
     **setting: Any,
 ) -> Model:
     """Opens a model directory, a spec file with weights=, an artifact or a checkpoint folder."""
@@ -240,6 +242,7 @@ def compile(
     random_weights: bool = False,
     seed: int = 0,
     txlc: _Path | None = None,
+    thread_policy: Literal["auto", "idle", "loaded"] | None = None,
     **setting: Any,
 ) -> dict[str, Any]:
     """Writes an artifact or a standalone executable; returns the `txlc compile --json` summary."""

@@ -115,9 +115,11 @@ int run(Options& o) {
   for (std::size_t i = 0; i < cases.size() && signal == 0; ++i) {
     const BenchCase& c = cases[i];
     const std::string which = "case " + std::to_string(i + 1) + " of " + std::to_string(cases.size());
-    // The memory this case needs, with its own batch, qlen and mem_len, before it is probed or planned.
+    // The memory this case needs, with its own batch, qlen and mem_len, before it is probed or planned:
+    // in all against the RAM, and beyond the loaded weights against what is available now.
     try {
       checkMemoryFits(m.spec, benchSetting(base, c, o.bench), m.path);
+      checkMemoryAvailable(m.spec, benchSetting(base, c, o.bench), m.path, readMachineMemory());
     } catch (const Error& e) {
       std::cerr << "txlc: bench: " << which << " skipped: " << oneLine(e.what()) << std::endl;
       ++skipped;

@@ -10,6 +10,7 @@
 #include "driver/compile.h"
 #include "driver/distributed.h"
 #include "driver/documents.h"
+#include "driver/score_job.h"
 #include "driver/scorer.h"
 #include "frontend/model_spec.h"
 #include "frontend/weights.h"
@@ -165,6 +166,80 @@ TEST_CASE("documents: the prefix an earlier output holds", "[documents]") {
   CHECK(j["tokens"] == 4);
   CHECK(j["unk_tokens"] == 2);
   CHECK(j["bits_per_token"].get<double>() == Approx((0.1 + 0.2) / 4 / std::log(2.0)));
+}
+
+TEST_CASE("documents: the summary of a run, complete or interrupted", "[documents]") {
+  Setting setting;
+  setting.batch = 4;
+  setting.qlen = 16;
+  setting.memLen = 32;
+  DocumentTotals t{.file = "c.txt",
+                   .documents = 5,
+                   .scored = 3,
+                   .resumed = 1,
+                   .failed = 1,
+                   .tokens = 8,
+                   .nllSum = 4.0,
+                   .seconds = 2.0,
+                   .scoredAll = 3,
+                   .predicted = 10,
+                   .ranks = 2,
+                   .threads = 6,
+                   .written = std::nullopt};
+  nlohmann::json j = documentSummary(t, setting);
+  const std::vector<std::string> keys = {"file",
+                                         "documents",
+                                         "scored",
+                                         "resumed",
+                                         "failed",
+                                         "tokens",
+                                         "nll_sum",
+                                         "nll_per_token",
+                                         "perplexity",
+                                         "bits_per_token",
+                                         "seconds",
+                                         "documents_per_second",
+                                         "tokens_per_second",
+                                         "ranks",
+                                         "threads",
+                                         "batch",
+                                         "qlen",
+                                         "mem_len"};
+  CHECK(j.size() == keys.size());
+  for (const std::string& k : keys) CHECK(j.contains(k));
+  CHECK(j["file"] == "c.txt");
+  CHECK(j["documents"] == 5);
+  CHECK(j["scored"] == 3);
+  CHECK(j["resumed"] == 1);
+  CHECK(j["failed"] == 1);
+  CHECK(j["tokens"] == 8);
+  CHECK(j["nll_per_token"].get<double>() == 0.5);
+  CHECK(j["perplexity"].get<double>() == Approx(std::exp(0.5)));
+  CHECK(j["bits_per_token"].get<double>() == Approx(0.5 / std::log(2.0)));
+  CHECK(j["documents_per_second"].get<double>() == 1.5);
+  CHECK(j["tokens_per_second"].get<double>() == 5.0);
+  CHECK(j["ranks"] == 2);
+  CHECK(j["threads"] == 6);
+  CHECK(j["batch"] == 4);
+  CHECK(j["qlen"] == 16);
+  CHECK(j["mem_len"] == 32);
+  CHECK(documentSummaryLine(j) ==
+        "txlc: score: 5 documents (1 with errors, 1 resumed), 8 tokens, nll_sum 4, 0.7213 bits/token; "
+        "1.5 documents/s, 5 tokens/s on 2 ranks");
+  // Nothing scored in no time: zeros, not NaN.
+  DocumentTotals none;
+  none.file = "-";
+  j = documentSummary(none, setting);
+  CHECK(j["nll_per_token"].get<double>() == 0.0);
+  CHECK(j["documents_per_second"].get<double>() == 0.0);
+  CHECK(j["tokens_per_second"].get<double>() == 0.0);
+  CHECK(!j.contains("interrupted"));
+  // Interrupted: the lines out so far.
+  t.written = 2;
+  j = documentSummary(t, setting);
+  CHECK(j["interrupted"] == true);
+  CHECK(j["written"] == 2);
+  CHECK(documentSummaryLine(j).starts_with("txlc: score: 2 of 5 documents"));
 }
 
 TEST_CASE("documents: a JSON line past the bounds is refused as it is parsed, naming the line", "[documents]") {

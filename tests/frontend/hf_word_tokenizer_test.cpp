@@ -166,7 +166,10 @@ TEST_CASE("moses rules: normalizer and tokenizer pieces", "[hf_tokenizer]") {
   // MosesTokenizer: French apostrophes, protected strings kept whole whatever their case.
   auto words = [](std::u32string_view t, const std::string& lang, std::vector<std::u32string> protect = {}) {
     std::string s;
-    for (const auto& w : mosesTokenize(t, lang, protect)) s += (s.empty() ? "" : " ") + toUtf8(w);
+    for (const auto& w : mosesTokenize(t, lang, protect)) {
+      if (!s.empty()) s += ' ';
+      s += toUtf8(w);
+    }
     return s;
   };
   CHECK(words(U"l'homme", "fr") == "l' homme");

@@ -437,7 +437,11 @@ TEST_CASE("torch checkpoint: state dicts whose entries are not what a state dict
   fan.proto(2);
   fan.global("torch.nn.modules.container", "ModuleList").tuple(0).op(0x81).emptyDict().mark().str("_parameters");
   fan.orderedDict().mark().str("p0").tensor("FloatStorage", "0", 4, 0, {4}, {1}).put(0);
-  for (int i = 1; i < 1000; ++i) fan.str("p" + std::to_string(i)).get(0);
+  for (int i = 1; i < 1000; ++i) {
+    std::string name = "p";
+    name += std::to_string(i);
+    fan.str(name).get(0);
+  }
   fan.setItems().setItems().op('b').put(1).op('0');
   fan.global("torch.nn.modules.container", "ModuleList").tuple(0).op(0x81).emptyDict().mark().str("_modules");
   fan.orderedDict().mark();

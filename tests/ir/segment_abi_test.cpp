@@ -14,7 +14,8 @@ struct StandIn {
   Graph g;
   SegmentSignature sig{.segment = {.batch = 1, .qlen = 2, .mlen = 3, .memLen = 3, .logprob = false, .nll = false},
                        .dModel = 4,
-                       .nToken = 5};
+                       .nToken = 5,
+                       .memory = std::nullopt};  // no declared slots unless a test sets them
 
   explicit StandIn(bool nll = false, bool hiddenOk = true) {
     sig.segment.nll = nll;

@@ -148,3 +148,31 @@ def test_precision_keyword(txlc, kjv_char):
     assert low["nll_per_token"] != f32 and abs(low["nll_per_token"] / f32 - 1) < 0.01
     with pytest.raises(txlc.SettingError, match="expected f32, bf16 or int8, got 'fp16'"):
         kjv_char.setting_for(precision="fp16")
+
+
+def test_thread_policy_keyword(txlc, kjv_char, tmp_path):
+    # --thread-policy as the keyword thread_policy: load()'s default for every call, overridden per call.
+    assert "thread_policy" in txlc.SETTING_KEYS
+    assert kjv_char.setting["thread_policy"] == "auto"
+    loaded = txlc.load(MODELS / "kjv-char", thread_policy="loaded", threads=2)
+    assert loaded.setting["thread_policy"] == "loaded"
+    assert loaded.setting_for(thread_policy="idle")["thread_policy"] == "idle"
+    assert loaded.session(thread_policy="idle").setting["thread_policy"] == "idle"
+    assert loaded.session().setting["thread_policy"] == "loaded"
+    # The figures are the command line's with the same policy and threads.
+    text = tmp_path / "valid.txt"
+    text.write_text((MODELS / "kjv-char" / "valid.txt").read_text()[:4000])
+    cli = txlc_json("score", MODELS / "kjv-char", text, "--thread-policy", "loaded", "--threads", "2")
+    assert loaded.score(text)["nll_sum"] == pytest.approx(cli["nll_sum"], rel=1e-6)
+    assert loaded.score(text, thread_policy="idle")["nll_sum"] == pytest.approx(cli["nll_sum"], rel=1e-5)
+    # compile() takes it as the command's flag does.
+    s = txlc.compile(MODELS / "kjv-char", tmp_path / "a.txla", thread_policy="idle", qlen=32, mem_len=32)
+    assert s["emit"] == "artifact" and (tmp_path / "a.txla").exists()
+    # Refused as the command line refuses it, naming the flag.
+    with pytest.raises(txlc.SettingError, match=r"--thread-policy: expected auto, idle or loaded, got 'busy'"):
+        txlc.load(MODELS / "kjv-char", thread_policy="busy")
+    with pytest.raises(txlc.SettingError, match=r"--thread-policy: expected a str, got int"):
+        kjv_char.setting_for(thread_policy=1)
+    with pytest.raises(txlc.SettingError, match=r"--thread-policy: expected auto, idle or loaded"):
+        txlc.compile(MODELS / "kjv-char", tmp_path / "b.txla", thread_policy="Loaded")
+    assert not (tmp_path / "b.txla").exists()

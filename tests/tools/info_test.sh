@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/tools/info_test.sh TXLC MODELS_DIR - `txlc info` on every model form:
-# a model directory, a spec file without weights, an artifact, a standalone
-# executable named as a model and the executable's own `info`; the model id
+# a model directory, a spec file without weights, safetensors weights with
+# config.json beside them, an artifact, a standalone executable named as a
+# model and the executable's own `info`; the model id
 # is the same for the directory and what was compiled from it, the artifact
 # names the txlc that compiled it and its stored graphs, and a standalone
 # executable's --version names its model; compile --random-weights on a
@@ -38,6 +39,15 @@ grep -q '"size": 73' "$T/dir.json"
 "$TXLC" info "$M/kjv-char/config.json" > "$T/spec.txt"
 grep -q "^architecture 4 layers" "$T/spec.txt"
 grep -q "^weights      none read" "$T/spec.txt"
+
+# Safetensors weights with config.json beside them: that form, the directory's model id.
+"$TXLC" info "$M/kjv-char/model.safetensors" --json > "$T/st.json"
+echo "st: $(key form < "$T/st.json") $(key model_id < "$T/st.json")"
+[ "$(key form < "$T/st.json")" = safetensors ]
+[ "$(key model_id < "$T/st.json")" = "$id" ]
+"$TXLC" info "$M/kjv-char/model.safetensors" | grep -q "^model        .*model.safetensors (safetensors)$"
+# A spec file with --weights is a spec, whatever its weights.
+[ "$("$TXLC" info "$M/kjv-char/config.json" --weights "$M/kjv-char/model.safetensors" --json | key form)" = spec ]
 
 # Text form of an artifact: the compiled-with line and one line per graph.
 "$TXLC" info "$T/kjv.txla" > "$T/art.txt"
