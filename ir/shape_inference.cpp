@@ -47,6 +47,13 @@ constexpr std::size_t kBool = 0, kInt = 1, kFloat = 2, kString = 3, kInts = 4;
     if (auto e = needAttr(attrs, key, index); !e.empty()) return fail(e); \
   } while (0)
 
+// An optional attribute: absent, or of the given kind.
+#define TXL_ALLOW(key, index)                                                                  \
+  do {                                                                                         \
+    if (attrs.has(key))                                                                        \
+      if (auto e = needAttr(attrs, key, index); !e.empty()) return fail(e);                   \
+  } while (0)
+
 Inferred declaredSource(const std::optional<TensorType>& declared, const char* what) {
   if (!declared) return fail(std::string(what) + " needs a declared type");
   for (auto d : declared->shape)
@@ -78,6 +85,8 @@ Inferred matmul(const std::vector<TensorType>& ops, const Attrs& attrs) {
   const auto& b = ops[1];
   if (a.rank() < 2 || b.rank() < 2) return fail("operands need rank >= 2, got " + a.str() + ", " + b.str());
   if (a.dtype != b.dtype) return fail("operand dtypes differ: " + a.str() + " vs " + b.str());
+  TXL_ALLOW("transpose_a", kBool);
+  TXL_ALLOW("transpose_b", kBool);
   bool ta = attrs.getBool("transpose_a"), tb = attrs.getBool("transpose_b");
   std::int64_t m = ta ? a.shape[a.rank() - 1] : a.shape[a.rank() - 2];
   std::int64_t ka = ta ? a.shape[a.rank() - 2] : a.shape[a.rank() - 1];
@@ -225,8 +234,7 @@ Inferred pick(const std::vector<TensorType>& ops) {
 Inferred relScores(const std::vector<TensorType>& ops, const Attrs& attrs) {
   TXL_NEED("scale", kFloat);
   TXL_NEED("value", kFloat);
-  if (attrs.has("softmax") && attrs.items().at("softmax").index() != kBool)
-    return fail("attribute 'softmax' must be a bool");
+  TXL_ALLOW("softmax", kBool);
   const auto& ac = ops[0];
   if (ac.rank() < 2 || ac.dtype != DType::F32) return fail("ac must be f32[..., Q, K], got " + ac.str());
   if (ops[1] != ac) return fail("bd " + ops[1].str() + " must match ac " + ac.str());
@@ -292,9 +300,7 @@ Inferred logprobPick(const std::vector<TensorType>& ops, const Attrs& attrs) {
 // Operands x, w, idx, then bias, y, proj as the attributes say; the checks
 // of logprob_pick on the logits' type [..., N].
 Inferred logprobPickGathered(const std::vector<TensorType>& ops, const Attrs& attrs) {
-  for (const char* key : {"bias", "proj"})
-    if (attrs.has(key) && attrs.items().at(key).index() != kBool)
-      return fail(std::string("attribute '") + key + "' must be a bool");
+  for (const char* key : {"bias", "proj"}) TXL_ALLOW(key, kBool);
   const bool bias = attrs.getBool("bias"), proj = attrs.getBool("proj"), head = attrs.has("column");
   const std::size_t expected = 3 + std::size_t(bias) + std::size_t(head) + std::size_t(proj);
   if (ops.size() != expected)
@@ -323,9 +329,7 @@ Inferred logprobPickGathered(const std::vector<TensorType>& ops, const Attrs& at
 }
 
 Inferred fusedLinear(const std::vector<TensorType>& ops, const Attrs& attrs) {
-  for (const char* key : {"bias", "relu", "residual"})
-    if (attrs.has(key) && attrs.items().at(key).index() != kBool)
-      return fail(std::string("attribute '") + key + "' must be a bool");
+  for (const char* key : {"bias", "relu", "residual"}) TXL_ALLOW(key, kBool);
   const bool bias = attrs.getBool("bias"), residual = attrs.getBool("residual");
   if (ops.size() != 2 + std::size_t(bias) + std::size_t(residual))
     return fail("expected " + std::to_string(2 + int(bias) + int(residual)) +

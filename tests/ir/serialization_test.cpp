@@ -77,6 +77,12 @@ TEST_CASE("parse errors name line, column, expectation and what was found") {
   CHECK(err("graph @g {\n  %0 = input() {name = \"x\"} : f32[2]\n  %0 = relu(%0)\n}") ==
         "t.ir:4:1: value %0 is defined twice, found '}'");
   CHECK(err("graph @g {") == "t.ir:1:11: expected an op or '}', found end of input");
+  // Optional attributes of the wrong kind are located errors too, never internal ones.
+  const std::string two = "graph @g {\n  %0 = input() {name = \"a\"} : f32[2,2]\n";
+  CHECK(err((two + "  %1 = matmul(%0, %0) {transpose_b = \"yes\"}\n}").c_str()) ==
+        "t.ir:3: matmul: attribute 'transpose_b' must be a bool");
+  CHECK(err((two + "  %1 = matmul(%0, %0) {transpose_a = 1}\n}").c_str()) ==
+        "t.ir:3: matmul: attribute 'transpose_a' must be a bool");
 }
 
 TEST_CASE("JSON import errors name the JSON pointer") {
