@@ -117,13 +117,13 @@ std::set<const void*> convertedMatrices(const ir::TensorMap& weights) {
 // layer when the segment computes it, and the cached keys and values; each
 // at its stored precision (storedBytes). With bf16 state windows
 // (`stateDType`) the cached keys and values are bf16 rows, and the attention
-// reads the position table as bf16 pairs when d_head is even
-// (docs/PRECISION.md): 2 bytes an element.
+// reads the position table in bf16 too (docs/PRECISION.md): 2 bytes an
+// element.
 double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, std::int64_t batch,
                         std::int64_t mlen, bool output, Precision precision, ir::DType stateDType) {
   const double hd = double(spec.n_head * spec.d_head);
   const bool bf16 = stateDType == ir::DType::BF16;
-  const double state = bf16 ? 2.0 : 4.0, table = bf16 && spec.d_head % 2 == 0 ? 2.0 : 4.0;
+  const double state = bf16 ? 2.0 : 4.0, table = state;
   const std::set<const void*> converted = convertedMatrices(weights);
   std::set<const void*> seen;
   double bytes = 0;

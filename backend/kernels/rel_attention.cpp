@@ -1033,7 +1033,7 @@ bool relAttentionRuns(const AttentionPath& p, const RelAttentionShape& s, bool k
     case AttentionKernel::Blocks:
       return cpu.avx512;
     case AttentionKernel::Pairs:
-      return cpu.avx512Bf16 && kvBf16 && (p.table != PositionLayout::Bf16Pairs || s.d % 2 == 0);
+      return cpu.avx512Bf16 && kvBf16;
     case AttentionKernel::Rows:
       if (s.heads > detail::kRowsMaxHeads) return false;
       return p.table == PositionLayout::Bf16Rows ? cpu.avx512Bf16 && kvBf16 : cpu.avx512 && !kvBf16;

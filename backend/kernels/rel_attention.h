@@ -51,8 +51,8 @@ enum class AttentionKernel : std::uint8_t {
 // the layout's element:
 enum class PositionLayout : std::uint8_t {
   F32,        // f32 (h, c, p) at h * head + c * step + p (positions contiguous)
-  Bf16Pairs,  // bf16 pairs of d (even d): the 32-bit lane at h * head + c * step + p
-              // holds (rt(h, 2c, p), rt(h, 2c + 1, p))
+  Bf16Pairs,  // bf16 pairs of d, (d + 1) / 2 of them: the 32-bit lane at h * head + c * step + p
+              // holds (rt(h, 2c, p), rt(h, 2c + 1, p)), the last pair's second half 0 for an odd d
   Bf16Rows,   // bf16 rows of positions (any d): (h, p, c) at h * head + p * step + c holds rt(h, c, p)
   F32Rows,    // f32 rows of positions, as Bf16Rows
 };
@@ -107,8 +107,7 @@ bool relAttentionSupports(const RelAttentionShape& s);
 // keys and values in bf16 (kvBf16) or f32: Blocks needs AVX-512; Pairs
 // AVX512-BF16 and bf16 keys and values; Rows at most 64 heads, and with a
 // Bf16Rows table AVX512-BF16 and bf16 keys and values, with an F32Rows one
-// AVX-512 and f32 keys and values; a Bf16Pairs table an even d; the layout
-// one the kernel reads (above).
+// AVX-512 and f32 keys and values; the layout one the kernel reads (above).
 bool relAttentionRuns(const AttentionPath& p, const RelAttentionShape& s, bool kvBf16);
 
 // out as above by a.path (txl::InternalError unless relAttentionRuns), on the

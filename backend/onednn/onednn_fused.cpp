@@ -342,20 +342,45 @@ const void* Lowering::packPositionTable(const View& rt, const memory::desc& plai
   return packed->mem.get_data_handle();
 }
 
+namespace {
+
+// [heads, d, positions] in bf16 with d blocked by 2 innermost: element
+// (h, c, p) at (h * pairs + c / 2) * 2 * positions + 2 * p + c % 2, pairs =
+// (d + 1) / 2 (PositionLayout::Bf16Pairs). An odd d is padded to the next
+// pair; a reorder into this layout writes the padding's zeros, as oneDNN
+// does for every blocked layout with padded dimensions.
+memory::desc bf16PairsMd(std::int64_t heads, std::int64_t d, std::int64_t positions) {
+  const std::int64_t pairs = (d + 1) / 2;
+  dnnl_memory_desc_t md{};
+  md.ndims = 3;
+  md.data_type = dnnl_bf16;
+  md.format_kind = dnnl_blocked;
+  const dnnl_dim_t dims[3] = {heads, d, positions}, padded[3] = {heads, 2 * pairs, positions};
+  for (int i = 0; i < 3; ++i) md.dims[i] = dims[i], md.padded_dims[i] = padded[i];
+  auto& blocking = md.format_desc.blocking;
+  blocking.strides[0] = pairs * positions * 2;
+  blocking.strides[1] = positions * 2;  // per pair
+  blocking.strides[2] = 2;
+  blocking.inner_nblks = 1;
+  blocking.inner_blks[0] = 2;
+  blocking.inner_idxs[0] = 1;
+  return memory::desc(md);
+}
+
+}  // namespace
+
 // rt (a positionTableSuffix, a.rt its f32 strides) in the packed layout of
-// a.path: Bf16Pairs as [H, D / 2, K, 2] bf16 (a 32-bit lane per pair of d),
-// Bf16Rows and F32Rows as [K, H, D] bf16 or f32 (a position's rows of every
-// head contiguous, as a key's are in K).
+// a.path: Bf16Pairs as [H, (D + 1) / 2, K, 2] bf16 (a 32-bit lane per pair of
+// d, bf16PairsMd), Bf16Rows and F32Rows as [K, H, D] bf16 or f32 (a
+// position's rows of every head contiguous, as a key's are in K).
 kernels::PositionTable Lowering::packedPositionTable(const View& rt, const kernels::RelAttentionArgs& a) {
   const std::int64_t heads = a.shape.heads, d = a.shape.d, lead = std::int64_t(rt.offset / sizeof(float));
   const std::int64_t positions = a.rt.step;
   if (a.path.table == kernels::PositionLayout::Bf16Pairs) {
-    const std::int64_t pairs = d / 2;
-    const memory::desc plainMd({heads, pairs, positions, 2}, memory::data_type::f32,
-                               {a.rt.head, 2 * positions, 1, positions});
-    const memory::desc pairMd({heads, pairs, positions, 2}, memory::data_type::bf16,
-                              {pairs * positions * 2, positions * 2, 2, 1});
-    const auto* table = static_cast<const std::uint32_t*>(packPositionTable(rt, plainMd, pairMd));
+    const std::int64_t pairs = (d + 1) / 2;
+    const memory::desc plainMd({heads, d, positions}, memory::data_type::f32, {a.rt.head, positions, 1});
+    const auto* table =
+        static_cast<const std::uint32_t*>(packPositionTable(rt, plainMd, bf16PairsMd(heads, d, positions)));
     return {table + lead, pairs * positions, positions};
   }
   const bool f32 = a.path.table == kernels::PositionLayout::F32Rows;

@@ -832,47 +832,55 @@ TEST_CASE("onednn: rel_attention's step runs the path the lowering chose for it"
   // The step is named after the path in the kernel's arguments: each
   // (query rows, key dtype, position table) gets attentionPath's choice; a
   // packed table layout (bf16, or f32 rows) only for a table the lowering
-  // can pack (a weight's suffix).
-  const I batch = 1, heads = 2, dim = 8, mlen = 9;
-  for (const I q : {I(1), I(3), I(7)})
-    for (const bool bf16 : {false, true})
-      for (const bool weightTable : {false, true}) {
-        INFO("q " << q << ", bf16 keys " << bf16 << ", table a weight " << weightTable);
-        const I k = mlen + q;
-        ir::Graph g;
-        Node kv = g.addInput("kv", f32({k, batch, heads, 2 * dim}));
-        if (bf16) kv = g.add(OpKind::Convert, {kv}, {{"dtype", std::string("bf16")}});
-        const auto half = [&](I start) {
-          return g.add(OpKind::Slice, {kv}, {{"axis", I(3)}, {"start", start}, {"end", start + dim}});
-        };
-        const Node qu = g.addInput("qu", f32({q, batch, heads, dim})),
-                   qv = g.addInput("qv", f32({q, batch, heads, dim}));
-        const Node table = weightTable ? g.addWeight("table", f32({heads, dim, k + 4}))
-                                       : g.addInput("table", f32({heads, dim, k + 4}));
-        const Node rt = g.add(OpKind::Slice, {table}, {{"axis", I(2)}, {"start", I(4)}, {"end", k + 4}});
-        const Node mask =
-            g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", true}});
-        g.addOutput("y", g.add(OpKind::RelAttention, {qu, qv, half(0), half(dim), rt, mask}, {{"scale", 0.4}}));
-        TensorMap inputs, weights;
-        fillRandom(g, inputs, weights);
-        auto plan = makeOnednnExecutor()->compile(g, weights);
-        const Tensor& y = plan->run(inputs).at("y");
-        for (I i = 0; i < y.numel(); ++i) REQUIRE(std::isfinite(y.data<float>()[i]));
-        const kernels::AttentionPath want = onednn::attentionPath({batch, heads, q, k, dim}, bf16, weightTable);
-        const StepInfo* step = nullptr;
-        for (const auto& s : stepsOf(*plan))
-          if (s.op == "rel_attention") step = &s;
-        REQUIRE(step);
-        CHECK(step->impl == std::string("txl:rel_attention:") + kernels::attentionPathName(want));
-        if (!bf16 && q == 1 && weightTable && platform().avx512)
-          CHECK(want == kernels::AttentionPath{kernels::AttentionKernel::Rows, kernels::PositionLayout::F32Rows});
-        else if (!bf16 || !platform().avx512Bf16)
-          CHECK(want.kernel ==
-                (platform().avx512 ? kernels::AttentionKernel::Blocks : kernels::AttentionKernel::Portable));
-        else if (q == 1 && weightTable)
-          CHECK(want == kernels::AttentionPath{kernels::AttentionKernel::Rows, kernels::PositionLayout::Bf16Rows});
-        else if (!platform().amx) CHECK(want.kernel == kernels::AttentionKernel::Pairs);
-      }
+  // can pack (a weight's suffix). Every path against the reference
+  // executor, an odd d too (its packed bf16 pairs padded with zeros).
+  const I batch = 1, heads = 2, mlen = 9;
+  for (const I dim : {I(8), I(5)})
+    for (const I q : {I(1), I(3), I(7)})
+      for (const bool bf16 : {false, true})
+        for (const bool weightTable : {false, true}) {
+          INFO("d " << dim << ", q " << q << ", bf16 keys " << bf16 << ", table a weight " << weightTable);
+          const I k = mlen + q;
+          ir::Graph g;
+          Node kv = g.addInput("kv", f32({k, batch, heads, 2 * dim}));
+          if (bf16) kv = g.add(OpKind::Convert, {kv}, {{"dtype", std::string("bf16")}});
+          const auto half = [&](I start) {
+            return g.add(OpKind::Slice, {kv}, {{"axis", I(3)}, {"start", start}, {"end", start + dim}});
+          };
+          const Node qu = g.addInput("qu", f32({q, batch, heads, dim})),
+                     qv = g.addInput("qv", f32({q, batch, heads, dim}));
+          const Node table = weightTable ? g.addWeight("table", f32({heads, dim, k + 4}))
+                                         : g.addInput("table", f32({heads, dim, k + 4}));
+          const Node rt = g.add(OpKind::Slice, {table}, {{"axis", I(2)}, {"start", I(4)}, {"end", k + 4}});
+          const Node mask =
+              g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", true}});
+          g.addOutput("y", g.add(OpKind::RelAttention, {qu, qv, half(0), half(dim), rt, mask}, {{"scale", 0.4}}));
+          TensorMap inputs, weights;
+          fillRandom(g, inputs, weights);
+          auto plan = makeOnednnExecutor()->compile(g, weights);
+          const Tensor& y = plan->run(inputs).at("y");
+          const Tensor reference = makeReferenceExecutor()->compile(g, weights)->run(inputs).at("y");
+          // Pair products round qu, qv and the table to bf16 (and the
+          // probabilities): within 2^-6 of the outputs' largest magnitude.
+          float largest = 0;
+          for (I i = 0; i < y.numel(); ++i) largest = std::max(largest, std::abs(reference.data<float>()[i]));
+          for (I i = 0; i < y.numel(); ++i)
+            REQUIRE(std::abs(y.data<float>()[i] - reference.data<float>()[i]) <= (bf16 ? 1.0f / 64 : 1e-4f) * largest);
+          const kernels::AttentionPath want = onednn::attentionPath({batch, heads, q, k, dim}, bf16, weightTable);
+          const StepInfo* step = nullptr;
+          for (const auto& s : stepsOf(*plan))
+            if (s.op == "rel_attention") step = &s;
+          REQUIRE(step);
+          CHECK(step->impl == std::string("txl:rel_attention:") + kernels::attentionPathName(want));
+          if (!bf16 && q == 1 && weightTable && platform().avx512)
+            CHECK(want == kernels::AttentionPath{kernels::AttentionKernel::Rows, kernels::PositionLayout::F32Rows});
+          else if (!bf16 || !platform().avx512Bf16)
+            CHECK(want.kernel ==
+                  (platform().avx512 ? kernels::AttentionKernel::Blocks : kernels::AttentionKernel::Portable));
+          else if (q == 1 && weightTable)
+            CHECK(want == kernels::AttentionPath{kernels::AttentionKernel::Rows, kernels::PositionLayout::Bf16Rows});
+          else if (!platform().amx) CHECK(want.kernel == kernels::AttentionKernel::Pairs);
+        }
 }
 
 TEST_CASE("onednn: logprob_pick against the reference, targets at the range's edges", "[onednn]") {

@@ -75,7 +75,7 @@ struct Problem {
         break;
       case PositionLayout::Bf16Pairs:
         REQUIRE(!rt2.empty());
-        a.rt = {rt2.data() + rtLead, d / 2 * dim, dim};
+        a.rt = {rt2.data() + rtLead, (d + 1) / 2 * dim, dim};
         break;
       case PositionLayout::Bf16Rows:
         REQUIRE(!rtRows.empty());
@@ -298,7 +298,7 @@ TEST_CASE("rel_attention: runs the paths the CPU has, the layout each reads, and
   CHECK(relAttentionRuns(kPairs, even, true) == bf16);
   CHECK(relAttentionRuns(kPairsF32, odd, true) == bf16);
   CHECK(relAttentionRuns(kRows, odd, true) == bf16);
-  CHECK_FALSE(relAttentionRuns(kPairs, odd, true));  // pairs of d need an even d
+  CHECK(relAttentionRuns(kPairs, odd, true) == bf16);  // an odd d's last pair padded with 0
   CHECK_FALSE(relAttentionRuns(kPairs, even, false));
   CHECK_FALSE(relAttentionRuns(kRows, even, false));
   CHECK_FALSE(relAttentionRuns(kRows, {1, 65, 1, 100, 64}, true));
@@ -315,7 +315,7 @@ TEST_CASE("rel_attention: runs the paths the CPU has, the layout each reads, and
   Problem p = makeProblem({1, 2, 3, 67, 41}, MaskKind::Causal, false, 7);
   RelAttentionArgs a = p.args(kPortable);
   a.path = kPairs;
-  CHECK_THROWS_AS(relAttention(a), txl::InternalError);  // odd d
+  CHECK_THROWS_AS(relAttention(a), txl::InternalError);  // f32 keys and values
 }
 
 TEST_CASE("rel_attention: matches the double reference, AVX-512 and portable paths") {
@@ -346,14 +346,17 @@ TEST_CASE("rel_attention: bf16 keys and values") {
   const auto rounded = [](std::vector<float>& xs) {
     for (float& x : xs) x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(x));
   };
-  // rt2 of p.rt (even d): (rt[h][2c][p], rt[h][2c + 1][p]) per 32-bit lane.
+  // rt2 of p.rt: (rt[h][2c][p], rt[h][2c + 1][p]) per 32-bit lane, an odd
+  // d's last pair (rt[h][d - 1][p], 0).
   const auto pairTable = [](const Problem& p) {
     const I d = p.shape.d, dim = p.shape.k + p.rtLead;
     std::vector<std::uint32_t> out;
     for (I h = 0; h < p.shape.heads; ++h)
-      for (I c = 0; c < d / 2; ++c)
+      for (I c = 0; c < (d + 1) / 2; ++c)
         for (I j = 0; j < dim; ++j) {
-          const auto at = [&](I row) { return txl::ir::floatToBf16(p.rt[(h * d + row) * dim + j]); };
+          const auto at = [&](I row) {
+            return row < d ? txl::ir::floatToBf16(p.rt[(h * d + row) * dim + j]) : std::uint16_t(0);
+          };
           out.push_back(std::uint32_t(at(2 * c)) | std::uint32_t(at(2 * c + 1)) << 16);
         }
     return out;
@@ -378,7 +381,7 @@ TEST_CASE("rel_attention: bf16 keys and values") {
         const std::vector<double> want = reference(p);
         const std::vector<float> portable = run(p, kPortable), widened = run(p, Problem::widening());
         p.kv16 = toBf16(p.kv);
-        if (c.d % 2 == 0) p.rt2 = pairTable(p);
+        p.rt2 = pairTable(p);
         p.rtRows = rowTable(p);
         for (const AttentionPath& path : {kPortable, kBlocks, kPairsF32, kPairs, kRows}) {
           if (!relAttentionRuns(path, p.shape, true)) continue;
@@ -391,7 +394,7 @@ TEST_CASE("rel_attention: bf16 keys and values") {
                                 got.size() * sizeof(float)) == 0);
           Problem e = prependMaskedKeys(p, 37);
           e.kv16 = toBf16(e.kv);
-          if (c.d % 2 == 0) e.rt2 = pairTable(e);
+          e.rt2 = pairTable(e);
           e.rtRows = rowTable(e);
           const std::vector<float> padded = run(e, path);
           REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
