@@ -9,6 +9,8 @@
 # 2. bench/reference_bench.py: no --authors-code, a missing directory, one without
 #    mem_transformer.py, a spec without n_layer, a non-positive --segments, and no torch.
 # 3. scripts/bench.sh --reference with the authors' file present but no torch.
+# 4. bench/contention.sh (the benchmark scripts' other harness): a bad --precision, an --only
+#    that matches no benchmark, an unknown option.
 set -u
 SRC=$1
 PY=$2
@@ -63,5 +65,14 @@ PYTHONPATH=$T/notorch one_line "$PY" "$REF" --authors-code "$T/authors" "$SPEC"
 # 3. bench.sh passes reference_bench.py's line on.
 want=2 needle="cannot import torch"
 PYTHONPATH=$T/notorch one_line bash "$BENCH" --txlc "$T/no-txlc" --reference "$T/authors"
+
+# 4. contention.sh, with an executable that is not txlc: nothing runs before the checks.
+CONTENTION=$SRC/bench/contention.sh
+want=2 needle="--precision: expected a comma-separated list of f32, bf16, int8, got 'f32,f16'"
+one_line bash "$CONTENTION" --txlc /bin/true --precision f32,f16
+want=2 needle="--only 'no such benchmark' matches no benchmark"
+one_line bash "$CONTENTION" --txlc /bin/true --only "no such benchmark"
+want=2 needle="unknown option '--threads'"
+one_line bash "$CONTENTION" --txlc /bin/true --threads 2
 
 exit "$fail"
