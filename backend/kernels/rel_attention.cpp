@@ -108,6 +108,7 @@ struct HeadView {
   I rtDim;  // rt's stride from one of D's rows (or pairs of rows) to the next
   I kvSize;
   bool rtPairs;  // the table is PositionLayout::Bf16Pairs
+  I rtSame;      // positions [0, rtSame) of rt hold position 0's values (PositionTable::same)
 };
 
 HeadView headView(const RelAttentionArgs& a, I b, I h) {
@@ -129,7 +130,8 @@ HeadView headView(const RelAttentionArgs& a, I b, I h) {
           at(a.out, a.outStrides),
           a.rt.step,
           kvSize,
-          a.path.table == PositionLayout::Bf16Pairs};
+          a.path.table == PositionLayout::Bf16Pairs,
+          a.rt.same};
 }
 
 // Element c of key or value row j (base: hv.k or hv.v, pos: its position stride), as f32.
@@ -200,6 +202,7 @@ struct RowState {
   alignas(64) std::uint32_t qu2[kQueryBlock][kMaxD / 2];  // the bf16 path's qu as bf16 pairs (quPairs)
   alignas(64) std::uint32_t qv2[kQueryBlock][kMaxD / 2];  // and qv, when it reads a bf16-pair table
   alignas(64) float lanesL[kQueryBlock][16];              // the AVX-512 path's l, as 16 partial sums per row
+  float bdSame[kQueryBlock];  // the AVX-512 path's BD over the positions below rt.same (sameScores)
   float m[kQueryBlock], l[kQueryBlock];
   KeyRange keys[kQueryBlock];
 };
@@ -761,12 +764,46 @@ TXL_AVX512_BF16_INLINE void accumulatePVPairs(const BlockView& bv, const std::ui
 // Phase 1 for one group of MR rows (task rows r0..r0+MR) over one key block:
 // scores, online softmax; p[r0 + r] = the probabilities (p2[r0 + r] as bf16
 // pairs of keys when Pairs), alpha[r0 + r] the factor of the row's old O.
+// st.bdSame[r] = BD of the task's row r at a position below rt.same: the
+// chain bdTile runs in each lane (the same products in the same order from
+// 0, so the same bits) with position 0's values of the table. A tile whose
+// positions all lie below rt.same (distances clamped at clamp_len) takes it
+// instead of its BD products.
+template <bool Pairs>
+TXL_AVX512_BF16 void sameScores(const HeadView& hv, const Task& t, I d, RowState& st) {
+  const auto* lanes = reinterpret_cast<const std::uint32_t*>(hv.rt);  // bf16 pairs, with a Bf16Pairs table
+  for (I r = 0; r < t.rows; ++r) {
+    if constexpr (Pairs) {
+      if (hv.rtPairs) {
+        __m512 acc = _mm512_setzero_ps();
+        for (I c = 0; c < (d + 1) / 2; ++c) {
+          const __m512 b = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(st.qv2[r][c])));
+          const __m512 x = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(lanes[c * hv.rtDim])));
+          acc = madd<true>(b, x, acc);
+        }
+        st.bdSame[r] = _mm512_cvtss_f32(acc);
+        continue;
+      }
+    }
+    float acc = 0.0f;
+    for (I c = 0; c < d; ++c) acc = std::fma(hv.qv[(t.i0 + r) * hv.qvPos + c], hv.rt[c * hv.rtDim], acc);
+    st.bdSame[r] = acc;
+  }
+}
+
 template <int MR, bool Pairs>
 TXL_AVX512_BF16 void groupScores(const BlockView& bv, I i0, I r0, RowState& st, float (*p)[kKeyBlock],
                                  std::uint32_t (*p2)[kKeyBlock / 2], float* alpha) {
   __m512 s[MR][4];
-  if (Pairs && bv.hv->rtPairs) bdTile<MR, true>(bv, st, i0, r0, s);
-  else bdTile<MR, false>(bv, st, i0, r0, s);
+  if (bv.j0 + bv.q - i0 + kKeyBlock - 2 < bv.hv->rtSame) {  // the tile's last position is below rt.same
+    for (int r = 0; r < MR; ++r)
+      for (int z = 0; z < 4; ++z) s[r][z] = _mm512_set1_ps(st.bdSame[r0 + r]);
+    prefetchShare(bv, 0);
+  } else if (Pairs && bv.hv->rtPairs) {
+    bdTile<MR, true>(bv, st, i0, r0, s);
+  } else {
+    bdTile<MR, false>(bv, st, i0, r0, s);
+  }
   if constexpr (Pairs) acTilePairs<MR>(bv, st, r0, s);
   else acTile<MR>(bv, i0, s);
   for (int r = 0; r < MR; ++r) {
@@ -917,6 +954,7 @@ TXL_AVX512_BF16 void avx512Task(const RelAttentionArgs& a, const Task& t, const 
   BlockView bv{&hv, a.shape.q, k, d, 0, a.scale, nullptr, kt, kt2, vb, vb2, {}, {}};
   const I groups = (t.rows + kRowGroup - 1) / kRowGroup;
   if constexpr (Pairs) quPairs(hv, t, d, st);
+  if (hv.rtSame > 0) sameScores<Pairs>(hv, t, d, st);
   for (I j0 = firstBlockStart(k); j0 < k; j0 += kKeyBlock) {
     const LaneRange taskLanes = lanesOf(taskKeys, j0);
     if (taskLanes.lo >= taskLanes.hi) continue;

@@ -74,9 +74,11 @@ const char* attentionPathName(const AttentionPath& p);
 struct PositionTable {
   const void* data = nullptr;  // laid out as AttentionPath::table says
   std::int64_t head = 0, step = 0;
-  // Bf16Rows, F32Rows: positions [0, same) hold the rows of position 0, bit for bit
-  // (relative distances at or beyond clamp_len share one position vector),
-  // so the row-wise kernel takes qv · r over them once per head.
+  // Positions [0, same) hold position 0's values, bit for bit (relative
+  // distances at or beyond clamp_len share one position vector; 0: not
+  // known), so the row-wise kernel takes qv · r over them once per head and
+  // the block-wise ones once per query row, for every key block whose
+  // positions all lie below `same` (the same bits as the products).
   std::int64_t same = 0;
 };
 

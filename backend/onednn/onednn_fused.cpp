@@ -381,7 +381,15 @@ kernels::PositionTable Lowering::packedPositionTable(const View& rt, const kerne
     const memory::desc plainMd({heads, d, positions}, memory::data_type::f32, {a.rt.head, positions, 1});
     const auto* table =
         static_cast<const std::uint32_t*>(packPositionTable(rt, plainMd, bf16PairsMd(heads, d, positions)));
-    return {table + lead, pairs * positions, positions};
+    // The leading positions whose lanes equal position 0's in every (head, pair): clamped distances.
+    const auto sameAsFirst = [&](std::int64_t p) {
+      for (std::int64_t row = 0; row < heads * pairs; ++row)
+        if (table[row * positions + p] != table[row * positions]) return false;
+      return true;
+    };
+    std::int64_t same = 1;
+    while (same < positions && sameAsFirst(same)) ++same;
+    return {table + lead, pairs * positions, positions, std::max<std::int64_t>(0, same - lead)};
   }
   const bool f32 = a.path.table == kernels::PositionLayout::F32Rows;
   TXL_CHECK(f32 || a.path.table == kernels::PositionLayout::Bf16Rows, "rel_attention: no packed form of this table");

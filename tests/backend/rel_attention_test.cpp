@@ -50,7 +50,7 @@ struct Problem {
   std::vector<std::uint16_t> rtRows;  // rt in bf16 rows of positions (PositionLayout::Bf16Rows), for that layout
   std::vector<float> rtRowsF32;       // rt in f32 rows of positions (PositionLayout::F32Rows), for that layout
   I rtLead = 0;                       // rt's rows start with this many unused columns (a suffix of a longer table)
-  I rtSame = 0;  // Bf16Rows, F32Rows: positions [0, rtSame) hold position 0's rows (PositionTable::same)
+  I rtSame = 0;                       // positions [0, rtSame) hold position 0's values (PositionTable::same)
   float scale = 0.37f;
 
   I hd() const { return shape.heads * shape.d; }
@@ -71,11 +71,11 @@ struct Problem {
     const I dim = shape.k + rtLead;
     switch (path.table) {
       case PositionLayout::F32:
-        a.rt = {rt.data() + rtLead, d * dim, dim};
+        a.rt = {rt.data() + rtLead, d * dim, dim, rtSame};
         break;
       case PositionLayout::Bf16Pairs:
         REQUIRE(!rt2.empty());
-        a.rt = {rt2.data() + rtLead, (d + 1) / 2 * dim, dim};
+        a.rt = {rt2.data() + rtLead, (d + 1) / 2 * dim, dim, rtSame};
         break;
       case PositionLayout::Bf16Rows:
         REQUIRE(!rtRows.empty());
@@ -110,6 +110,40 @@ std::vector<std::uint16_t> rowTable(const Problem& p) {
   std::vector<std::uint16_t> out;
   for (float x : rowTableF32(p)) out.push_back(txl::ir::floatToBf16(x));
   return out;
+}
+
+// p.rt in bf16 pairs of d (PositionLayout::Bf16Pairs): (rt[h][2c][p],
+// rt[h][2c + 1][p]) per 32-bit lane, an odd d's last pair (rt[h][d - 1][p], 0).
+std::vector<std::uint32_t> pairTable(const Problem& p) {
+  const I d = p.shape.d, dim = p.shape.k + p.rtLead;
+  std::vector<std::uint32_t> out;
+  for (I h = 0; h < p.shape.heads; ++h)
+    for (I c = 0; c < (d + 1) / 2; ++c)
+      for (I j = 0; j < dim; ++j) {
+        const auto at = [&](I row) {
+          return row < d ? txl::ir::floatToBf16(p.rt[(h * d + row) * dim + j]) : std::uint16_t(0);
+        };
+        out.push_back(std::uint32_t(at(2 * c)) | std::uint32_t(at(2 * c + 1)) << 16);
+      }
+  return out;
+}
+
+std::vector<std::uint16_t> toBf16(const std::vector<float>& xs) {
+  std::vector<std::uint16_t> out;
+  for (float x : xs) out.push_back(txl::ir::floatToBf16(x));
+  return out;
+}
+
+// Positions [0, rtLead + rows) of p.rt made one vector, the last of them
+// (distances clamped at clamp_len), every value passed through `round`.
+template <class Round>
+void clampTable(Problem& p, I rows, Round round) {
+  const I dim = p.shape.k + p.rtLead, last = p.rtLead + rows - 1;
+  for (I row = 0; row < p.shape.heads * p.shape.d; ++row)
+    for (I j = 0; j < dim; ++j) {
+      float& x = p.rt[row * dim + j];
+      x = round(j < last ? p.rt[row * dim + last] : x);
+    }
 }
 
 std::vector<float> randomVector(std::size_t n, std::mt19937& rng) {
@@ -346,26 +380,6 @@ TEST_CASE("rel_attention: bf16 keys and values") {
   const auto rounded = [](std::vector<float>& xs) {
     for (float& x : xs) x = txl::ir::bf16ToFloat(txl::ir::floatToBf16(x));
   };
-  // rt2 of p.rt: (rt[h][2c][p], rt[h][2c + 1][p]) per 32-bit lane, an odd
-  // d's last pair (rt[h][d - 1][p], 0).
-  const auto pairTable = [](const Problem& p) {
-    const I d = p.shape.d, dim = p.shape.k + p.rtLead;
-    std::vector<std::uint32_t> out;
-    for (I h = 0; h < p.shape.heads; ++h)
-      for (I c = 0; c < (d + 1) / 2; ++c)
-        for (I j = 0; j < dim; ++j) {
-          const auto at = [&](I row) {
-            return row < d ? txl::ir::floatToBf16(p.rt[(h * d + row) * dim + j]) : std::uint16_t(0);
-          };
-          out.push_back(std::uint32_t(at(2 * c)) | std::uint32_t(at(2 * c + 1)) << 16);
-        }
-    return out;
-  };
-  const auto toBf16 = [](const std::vector<float>& xs) {
-    std::vector<std::uint16_t> out;
-    for (float x : xs) out.push_back(txl::ir::floatToBf16(x));
-    return out;
-  };
   std::uint32_t seed = 40;
   for (const Case& c : {Case{1, 2, 80, 200, 64}, Case{2, 3, 3, 67, 41}, Case{1, 1, 1, 1, 5}, Case{1, 8, 1, 300, 64},
                         Case{1, 2, 7, 130, 33}, Case{2, 2, 9, 140, 6}, Case{3, 2, 1, 100, 17}, Case{2, 3, 1, 67, 41},
@@ -427,15 +441,7 @@ TEST_CASE("rel_attention: the row-wise path takes the clamped positions' row onc
         };
         Problem p = makeProblem(shape, MaskKind::Causal, withPad, seed++);
         const I same = c.k / 2 + 5;
-        const auto clamp = [&round](Problem& p, I rows) {  // table rows [0, rtLead + rows) = the last of them
-          const I dim = p.shape.k + p.rtLead, last = p.rtLead + rows - 1;
-          for (I row = 0; row < p.shape.heads * p.shape.d; ++row)
-            for (I j = 0; j < dim; ++j) {
-              float& x = p.rt[row * dim + j];
-              x = round(j < last ? p.rt[row * dim + last] : x);
-            }
-        };
-        clamp(p, same);
+        clampTable(p, same, round);
         for (std::vector<float>* xs : {&p.kv, &p.qu, &p.qv})
           for (float& x : *xs) x = round(x);
         tables(p);
@@ -456,12 +462,58 @@ TEST_CASE("rel_attention: the row-wise path takes the clamped positions' row onc
         const std::vector<float> unread = run(poisoned, path);
         REQUIRE(std::memcmp(unread.data(), got.data(), got.size() * sizeof(float)) == 0);
         Problem e = prependMaskedKeys(p, 37);
-        clamp(e, same + 37);
+        clampTable(e, same + 37, round);
         tables(e);
         e.rtSame = same + 37;
         const std::vector<float> padded = run(e, path);
         REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
       }
+}
+
+TEST_CASE("rel_attention: the block-wise paths take BD over clamped positions once per row, bit for bit") {
+  // A key block whose positions all lie below rt.same takes each row's BD
+  // over position 0's values, computed by the chain the tile runs: the
+  // result is the one without rt.same, bit for bit, on every block-wise
+  // path (f32 or bf16 keys, an f32 or bf16-pair table), with blocks below,
+  // across and above the clamped positions, and with keys prepended with
+  // pad = 1.
+  std::uint32_t seed = 90;
+  const auto round = [](float x) { return txl::ir::bf16ToFloat(txl::ir::floatToBf16(x)); };
+  for (const Case& c : {Case{1, 8, 80, 300, 64}, Case{2, 3, 7, 200, 41}, Case{1, 10, 64, 704, 41},
+                        Case{2, 2, 9, 140, 6}, Case{1, 2, 5, 130, 33}})
+    for (bool withPad : {false, true}) {
+      const RelAttentionShape shape{c.batch, c.heads, c.q, c.k, c.d};
+      Problem p = makeProblem(shape, MaskKind::SameLength, withPad, seed++);
+      const I same = c.k / 2 + 5;
+      clampTable(p, same, round);
+      for (std::vector<float>* xs : {&p.kv, &p.qu, &p.qv})
+        for (float& x : *xs) x = round(x);
+      INFO("batch " << c.batch << " heads " << c.heads << " q " << c.q << " k " << c.k << " d " << c.d << " pad "
+                    << withPad);
+      const std::vector<double> want = reference(p);
+      for (const bool bf16Keys : {false, true}) {
+        p.kv16 = bf16Keys ? toBf16(p.kv) : std::vector<std::uint16_t>{};
+        p.rt2 = pairTable(p);
+        for (const AttentionPath& path : {kBlocks, kPairsF32, kPairs}) {
+          if (!relAttentionRuns(path, p.shape, bf16Keys)) continue;
+          INFO("path " << attentionPathName(path) << ", bf16 keys " << bf16Keys);
+          p.rtSame = 0;
+          const std::vector<float> products = run(p, path);
+          p.rtSame = same;
+          const std::vector<float> got = run(p, path);
+          REQUIRE(std::memcmp(got.data(), products.data(), got.size() * sizeof(float)) == 0);
+          requireClose(got, want, path.kernel == AttentionKernel::Pairs ? 1.0 / 256 : 1e-5);
+          Problem e = prependMaskedKeys(p, 37);
+          clampTable(e, same + 37, round);
+          e.kv16 = bf16Keys ? toBf16(e.kv) : std::vector<std::uint16_t>{};
+          e.rt2 = pairTable(e);
+          e.rtSame = same + 37;
+          const std::vector<float> padded = run(e, path);
+          REQUIRE(std::memcmp(padded.data(), got.data(), got.size() * sizeof(float)) == 0);
+        }
+      }
+      p.rtSame = 0;
+    }
 }
 
 TEST_CASE("rel_attention: a row with every key masked is NaN, the others are not") {
