@@ -369,6 +369,25 @@ memory::desc bf16PairsMd(std::int64_t heads, std::int64_t d, std::int64_t positi
 
 }  // namespace
 
+// The positions of rt (a positionTableSuffix read in place, a.rt its f32
+// strides) that hold its first position's values, bit for bit, in every
+// (head, d): PositionTable::same, from the whole table's.
+std::int64_t Lowering::clampedPrefix(const View& rt, const kernels::RelAttentionArgs& a) const {
+  const std::int64_t lead = std::int64_t(rt.offset / sizeof(float)), positions = a.rt.step;
+  const float* table = reinterpret_cast<const float*>(plan_.ptr(rt)) - lead;
+  const auto sameAsFirst = [&](std::int64_t p) {
+    for (std::int64_t h = 0; h < a.shape.heads; ++h)
+      for (std::int64_t c = 0; c < a.shape.d; ++c) {
+        const float* row = table + h * a.rt.head + c * positions;
+        if (std::memcmp(row + p, row, sizeof(float)) != 0) return false;
+      }
+    return true;
+  };
+  std::int64_t same = 1;
+  while (same < positions && sameAsFirst(same)) ++same;
+  return std::max<std::int64_t>(0, same - lead);
+}
+
 // rt (a positionTableSuffix, a.rt its f32 strides) in the packed layout of
 // a.path: Bf16Pairs as [H, (D + 1) / 2, K, 2] bf16 (a 32-bit lane per pair of
 // d, bf16PairsMd), Bf16Rows and F32Rows as [K, H, D] bf16 or f32 (a
@@ -422,9 +441,11 @@ void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const
   a.scale = static_cast<float>(g_.op(n).attrs.getFloat("scale"));
   a.kvBf16 = ops[2].type.dtype == ir::DType::BF16;
   TXL_CHECK(ops[3].type.dtype == ops[2].type.dtype, "rel_attention: k and v of two dtypes");
-  a.path = attentionPath(a.shape, a.kvBf16, positionTableSuffix(rt, a));
+  const bool suffix = positionTableSuffix(rt, a);
+  a.path = attentionPath(a.shape, a.kvBf16, suffix);
   const bool tableInPlace = a.path.table == kernels::PositionLayout::F32;
   if (!tableInPlace) a.rt = packedPositionTable(rt, a);
+  else if (suffix) a.rt.same = clampedPrefix(rt, a);
   const bool padded = ops.size() == 7;
   addKernel(n, std::string("txl:rel_attention:") + kernels::attentionPathName(a.path),
             [p = &plan_, ops, out, a, padded, tableInPlace]() mutable {

@@ -883,6 +883,43 @@ TEST_CASE("onednn: rel_attention's step runs the path the lowering chose for it"
         }
 }
 
+TEST_CASE("onednn: rel_attention over a position table with a clamped prefix", "[onednn]") {
+  // A weight table whose first positions hold one vector (distances clamped
+  // at clamp_len): the lowering finds the prefix (packed bf16 pairs, or the
+  // f32 table read in place) and key blocks wholly inside it take BD once
+  // per row; against the reference executor, so a prefix found too long
+  // (BD of unclamped positions replaced) fails.
+  const I batch = 1, heads = 2, mlen = 200, q = 7, k = mlen + q, clamped = 130;
+  for (const I dim : {I(8), I(5)})
+    for (const bool bf16 : {false, true}) {
+      INFO("d " << dim << ", bf16 keys " << bf16);
+      ir::Graph g;
+      Node kv = g.addInput("kv", f32({k, batch, heads, 2 * dim}));
+      if (bf16) kv = g.add(OpKind::Convert, {kv}, {{"dtype", std::string("bf16")}});
+      const auto half = [&](I start) {
+        return g.add(OpKind::Slice, {kv}, {{"axis", I(3)}, {"start", start}, {"end", start + dim}});
+      };
+      const Node qu = g.addInput("qu", f32({q, batch, heads, dim})), qv = g.addInput("qv", f32({q, batch, heads, dim}));
+      const Node table = g.addWeight("table", f32({heads, dim, k + 4}));
+      const Node rt = g.add(OpKind::Slice, {table}, {{"axis", I(2)}, {"start", I(4)}, {"end", k + 4}});
+      const Node mask =
+          g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", false}});
+      g.addOutput("y", g.add(OpKind::RelAttention, {qu, qv, half(0), half(dim), rt, mask}, {{"scale", 0.4}}));
+      TensorMap inputs, weights;
+      fillRandom(g, inputs, weights);
+      float* t = weights.at("table").data<float>();
+      for (I row = 0; row < heads * dim; ++row)
+        for (I p = 1; p < 4 + clamped; ++p) t[row * (k + 4) + p] = t[row * (k + 4)];
+      auto plan = makeOnednnExecutor()->compile(g, weights);
+      const Tensor& y = plan->run(inputs).at("y");
+      const Tensor reference = makeReferenceExecutor()->compile(g, weights)->run(inputs).at("y");
+      float largest = 0;
+      for (I i = 0; i < y.numel(); ++i) largest = std::max(largest, std::abs(reference.data<float>()[i]));
+      for (I i = 0; i < y.numel(); ++i)
+        REQUIRE(std::abs(y.data<float>()[i] - reference.data<float>()[i]) <= (bf16 ? 1.0f / 64 : 1e-4f) * largest);
+    }
+}
+
 TEST_CASE("onednn: logprob_pick against the reference, targets at the range's edges", "[onednn]") {
   // x spans several of the kernel's 2048-value blocks and ends in a partial
   // one; magnitudes up to 1000 (no -inf); rows whose maximum sits in the last
