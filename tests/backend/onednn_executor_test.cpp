@@ -118,6 +118,37 @@ const std::vector<StepInfo>& stepsOf(const CompiledGraph& plan) {
 ir::TensorType f32(Shape s) { return {DType::F32, std::move(s)}; }
 ir::TensorType i64(Shape s) { return {DType::I64, std::move(s)}; }
 
+// rel_attention over a [k, batch 1, 2 heads, 2 d] key-value window (k =
+// mlen + q; bf16 when bf16), q rows of qu and qv, and a position table
+// [heads, d, k + 4] (a weight or an input) viewed from its position 4.
+ir::Graph attentionGraph(I q, I mlen, I dim, bool bf16, bool weightTable, bool sameLength) {
+  const I batch = 1, heads = 2, k = mlen + q;
+  ir::Graph g;
+  Node kv = g.addInput("kv", f32({k, batch, heads, 2 * dim}));
+  if (bf16) kv = g.add(OpKind::Convert, {kv}, {{"dtype", std::string("bf16")}});
+  const auto half = [&](I start) {
+    return g.add(OpKind::Slice, {kv}, {{"axis", I(3)}, {"start", start}, {"end", start + dim}});
+  };
+  const Node qu = g.addInput("qu", f32({q, batch, heads, dim})), qv = g.addInput("qv", f32({q, batch, heads, dim}));
+  const Node table =
+      weightTable ? g.addWeight("table", f32({heads, dim, k + 4})) : g.addInput("table", f32({heads, dim, k + 4}));
+  const Node rt = g.add(OpKind::Slice, {table}, {{"axis", I(2)}, {"start", I(4)}, {"end", k + 4}});
+  const Node mask =
+      g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", sameLength}});
+  g.addOutput("y", g.add(OpKind::RelAttention, {qu, qv, half(0), half(dim), rt, mask}, {{"scale", 0.4}}));
+  return g;
+}
+
+// The attention's output y against the reference executor's: pair products
+// (bf16) round qu, qv, the table and the probabilities to bf16, within 2^-6
+// of the outputs' largest magnitude; f32 within 1e-4 of it.
+void requireNearReference(const Tensor& y, const Tensor& want, bool bf16) {
+  float largest = 0;
+  for (I i = 0; i < y.numel(); ++i) largest = std::max(largest, std::abs(want.data<float>()[i]));
+  for (I i = 0; i < y.numel(); ++i)
+    REQUIRE(std::abs(y.data<float>()[i] - want.data<float>()[i]) <= (bf16 ? 1.0f / 64 : 1e-4f) * largest);
+}
+
 }  // namespace
 
 TEST_CASE("onednn: add, sub, mul broadcast either way", "[onednn]") {
@@ -841,31 +872,12 @@ TEST_CASE("onednn: rel_attention's step runs the path the lowering chose for it"
         for (const bool weightTable : {false, true}) {
           INFO("d " << dim << ", q " << q << ", bf16 keys " << bf16 << ", table a weight " << weightTable);
           const I k = mlen + q;
-          ir::Graph g;
-          Node kv = g.addInput("kv", f32({k, batch, heads, 2 * dim}));
-          if (bf16) kv = g.add(OpKind::Convert, {kv}, {{"dtype", std::string("bf16")}});
-          const auto half = [&](I start) {
-            return g.add(OpKind::Slice, {kv}, {{"axis", I(3)}, {"start", start}, {"end", start + dim}});
-          };
-          const Node qu = g.addInput("qu", f32({q, batch, heads, dim})),
-                     qv = g.addInput("qv", f32({q, batch, heads, dim}));
-          const Node table = weightTable ? g.addWeight("table", f32({heads, dim, k + 4}))
-                                         : g.addInput("table", f32({heads, dim, k + 4}));
-          const Node rt = g.add(OpKind::Slice, {table}, {{"axis", I(2)}, {"start", I(4)}, {"end", k + 4}});
-          const Node mask =
-              g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", true}});
-          g.addOutput("y", g.add(OpKind::RelAttention, {qu, qv, half(0), half(dim), rt, mask}, {{"scale", 0.4}}));
+          const ir::Graph g = attentionGraph(q, mlen, dim, bf16, weightTable, /*sameLength=*/true);
           TensorMap inputs, weights;
           fillRandom(g, inputs, weights);
           auto plan = makeOnednnExecutor()->compile(g, weights);
           const Tensor& y = plan->run(inputs).at("y");
-          const Tensor reference = makeReferenceExecutor()->compile(g, weights)->run(inputs).at("y");
-          // Pair products round qu, qv and the table to bf16 (and the
-          // probabilities): within 2^-6 of the outputs' largest magnitude.
-          float largest = 0;
-          for (I i = 0; i < y.numel(); ++i) largest = std::max(largest, std::abs(reference.data<float>()[i]));
-          for (I i = 0; i < y.numel(); ++i)
-            REQUIRE(std::abs(y.data<float>()[i] - reference.data<float>()[i]) <= (bf16 ? 1.0f / 64 : 1e-4f) * largest);
+          requireNearReference(y, makeReferenceExecutor()->compile(g, weights)->run(inputs).at("y"), bf16);
           const kernels::AttentionPath want = onednn::attentionPath({batch, heads, q, k, dim}, bf16, weightTable);
           const StepInfo* step = nullptr;
           for (const auto& s : stepsOf(*plan))
@@ -889,34 +901,19 @@ TEST_CASE("onednn: rel_attention over a position table with a clamped prefix", "
   // f32 table read in place) and key blocks wholly inside it take BD once
   // per row; against the reference executor, so a prefix found too long
   // (BD of unclamped positions replaced) fails.
-  const I batch = 1, heads = 2, mlen = 200, q = 7, k = mlen + q, clamped = 130;
+  const I heads = 2, mlen = 200, q = 7, k = mlen + q, clamped = 130;
   for (const I dim : {I(8), I(5)})
     for (const bool bf16 : {false, true}) {
       INFO("d " << dim << ", bf16 keys " << bf16);
-      ir::Graph g;
-      Node kv = g.addInput("kv", f32({k, batch, heads, 2 * dim}));
-      if (bf16) kv = g.add(OpKind::Convert, {kv}, {{"dtype", std::string("bf16")}});
-      const auto half = [&](I start) {
-        return g.add(OpKind::Slice, {kv}, {{"axis", I(3)}, {"start", start}, {"end", start + dim}});
-      };
-      const Node qu = g.addInput("qu", f32({q, batch, heads, dim})), qv = g.addInput("qv", f32({q, batch, heads, dim}));
-      const Node table = g.addWeight("table", f32({heads, dim, k + 4}));
-      const Node rt = g.add(OpKind::Slice, {table}, {{"axis", I(2)}, {"start", I(4)}, {"end", k + 4}});
-      const Node mask =
-          g.add(OpKind::AttnMask, {}, {{"qlen", q}, {"mlen", mlen}, {"mem_len", mlen}, {"same_length", false}});
-      g.addOutput("y", g.add(OpKind::RelAttention, {qu, qv, half(0), half(dim), rt, mask}, {{"scale", 0.4}}));
+      const ir::Graph g = attentionGraph(q, mlen, dim, bf16, /*weightTable=*/true, /*sameLength=*/false);
       TensorMap inputs, weights;
       fillRandom(g, inputs, weights);
       float* t = weights.at("table").data<float>();
       for (I row = 0; row < heads * dim; ++row)
         for (I p = 1; p < 4 + clamped; ++p) t[row * (k + 4) + p] = t[row * (k + 4)];
       auto plan = makeOnednnExecutor()->compile(g, weights);
-      const Tensor& y = plan->run(inputs).at("y");
-      const Tensor reference = makeReferenceExecutor()->compile(g, weights)->run(inputs).at("y");
-      float largest = 0;
-      for (I i = 0; i < y.numel(); ++i) largest = std::max(largest, std::abs(reference.data<float>()[i]));
-      for (I i = 0; i < y.numel(); ++i)
-        REQUIRE(std::abs(y.data<float>()[i] - reference.data<float>()[i]) <= (bf16 ? 1.0f / 64 : 1e-4f) * largest);
+      requireNearReference(plan->run(inputs).at("y"), makeReferenceExecutor()->compile(g, weights)->run(inputs).at("y"),
+                           bf16);
     }
 }
 
