@@ -48,10 +48,10 @@ constexpr std::size_t kBool = 0, kInt = 1, kFloat = 2, kString = 3, kInts = 4;
   } while (0)
 
 // An optional attribute: absent, or of the given kind.
-#define TXL_ALLOW(key, index)                                                                  \
-  do {                                                                                         \
-    if (attrs.has(key))                                                                        \
-      if (auto e = needAttr(attrs, key, index); !e.empty()) return fail(e);                   \
+#define TXL_ALLOW(key, index)                                               \
+  do {                                                                      \
+    if (attrs.has(key))                                                     \
+      if (auto e = needAttr(attrs, key, index); !e.empty()) return fail(e); \
   } while (0)
 
 Inferred declaredSource(const std::optional<TensorType>& declared, const char* what) {
