@@ -85,7 +85,7 @@ std::string weightsWith(const std::string& tensor, std::int64_t element, float v
 // A word vocabulary of the tiny model's 97 symbols: w0 … w94, <eos>, <unk>.
 std::string words97() {
   std::string v;
-  for (int i = 0; i < 95; ++i) v += "w" + std::to_string(i) + "\n";
+  for (int i = 0; i < 95; ++i) v.append("w").append(std::to_string(i)).append("\n");
   return v + "<eos>\n<unk>\n";
 }
 
