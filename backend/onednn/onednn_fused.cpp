@@ -367,26 +367,28 @@ memory::desc bf16PairsMd(std::int64_t heads, std::int64_t d, std::int64_t positi
   return memory::desc(md);
 }
 
-}  // namespace
-
-// The positions of rt (a positionTableSuffix read in place, a.rt its f32
-// strides) that hold its first position's values, bit for bit, in every
-// (head, d): PositionTable::same, from the whole table's.
-std::int64_t Lowering::clampedPrefix(const View& rt, const kernels::RelAttentionArgs& a) const {
-  const std::int64_t lead = std::int64_t(rt.offset / sizeof(float)), positions = a.rt.step;
-  const float* table = reinterpret_cast<const float*>(plan_.ptr(rt)) - lead;
+// PositionTable::same of a suffix view starting `lead` positions into a
+// table: the leading positions whose elements equal position 0's, bit for
+// bit (clamped distances), counted from the view's first. The table holds
+// `lines` runs of `count` elements of `size` bytes, `lineStride` bytes
+// apart, and position p's element of a run is p * `positionStride` bytes
+// into it.
+std::int64_t clampedPrefix(const void* table, std::int64_t lines, std::int64_t lineStride, std::int64_t count,
+                           std::size_t size, std::int64_t positionStride, std::int64_t positions, std::int64_t lead) {
+  const auto* base = static_cast<const char*>(table);
   const auto sameAsFirst = [&](std::int64_t p) {
-    for (std::int64_t h = 0; h < a.shape.heads; ++h)
-      for (std::int64_t c = 0; c < a.shape.d; ++c) {
-        const float* row = table + h * a.rt.head + c * positions;
-        if (std::memcmp(row + p, row, sizeof(float)) != 0) return false;
-      }
+    for (std::int64_t line = 0; line < lines; ++line) {
+      const char* run = base + line * lineStride;
+      if (std::memcmp(run + p * positionStride, run, std::size_t(count) * size) != 0) return false;
+    }
     return true;
   };
   std::int64_t same = 1;
   while (same < positions && sameAsFirst(same)) ++same;
   return std::max<std::int64_t>(0, same - lead);
 }
+
+}  // namespace
 
 // rt (a positionTableSuffix, a.rt its f32 strides) in the packed layout of
 // a.path: Bf16Pairs as [H, (D + 1) / 2, K, 2] bf16 (a 32-bit lane per pair of
@@ -400,15 +402,8 @@ kernels::PositionTable Lowering::packedPositionTable(const View& rt, const kerne
     const memory::desc plainMd({heads, d, positions}, memory::data_type::f32, {a.rt.head, positions, 1});
     const auto* table =
         static_cast<const std::uint32_t*>(packPositionTable(rt, plainMd, bf16PairsMd(heads, d, positions)));
-    // The leading positions whose lanes equal position 0's in every (head, pair): clamped distances.
-    const auto sameAsFirst = [&](std::int64_t p) {
-      for (std::int64_t row = 0; row < heads * pairs; ++row)
-        if (table[row * positions + p] != table[row * positions]) return false;
-      return true;
-    };
-    std::int64_t same = 1;
-    while (same < positions && sameAsFirst(same)) ++same;
-    return {table + lead, pairs * positions, positions, std::max<std::int64_t>(0, same - lead)};
+    return {table + lead, pairs * positions, positions,
+            clampedPrefix(table, heads * pairs, positions * 4, 1, 4, 4, positions, lead)};
   }
   const bool f32 = a.path.table == kernels::PositionLayout::F32Rows;
   TXL_CHECK(f32 || a.path.table == kernels::PositionLayout::Bf16Rows, "rel_attention: no packed form of this table");
@@ -416,11 +411,9 @@ kernels::PositionTable Lowering::packedPositionTable(const View& rt, const kerne
   const memory::desc rowsMd({heads, positions, d}, f32 ? memory::data_type::f32 : memory::data_type::bf16,
                             {d, heads * d, 1});
   const auto* table = static_cast<const char*>(packPositionTable(rt, plainMd, rowsMd));
-  // The leading positions whose rows equal position 0's (clamped distances).
-  const std::size_t rowBytes = std::size_t(heads * d) * (f32 ? sizeof(float) : sizeof(std::uint16_t));
-  std::int64_t same = 1;
-  while (same < positions && std::memcmp(table + same * rowBytes, table, rowBytes) == 0) ++same;
-  return {table + lead * rowBytes, d, heads * d, std::max<std::int64_t>(0, same - lead)};
+  const std::int64_t rowBytes = heads * d * std::int64_t(f32 ? sizeof(float) : sizeof(std::uint16_t));
+  return {table + lead * rowBytes, d, heads * d,
+          clampedPrefix(table, 1, 0, 1, std::size_t(rowBytes), rowBytes, positions, lead)};
 }
 
 void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out) {
@@ -445,7 +438,11 @@ void Lowering::lowerRelAttention(ir::Node n, const std::vector<View>& ops, const
   a.path = attentionPath(a.shape, a.kvBf16, suffix);
   const bool tableInPlace = a.path.table == kernels::PositionLayout::F32;
   if (!tableInPlace) a.rt = packedPositionTable(rt, a);
-  else if (suffix) a.rt.same = clampedPrefix(rt, a);
+  else if (suffix) {  // the f32 table [H * D runs of positions] read in place
+    const std::int64_t lead = std::int64_t(rt.offset / sizeof(float)), positions = a.rt.step;
+    a.rt.same = clampedPrefix(reinterpret_cast<const float*>(plan_.ptr(rt)) - lead, a.shape.heads * a.shape.d,
+                              positions * 4, 1, sizeof(float), sizeof(float), positions, lead);
+  }
   const bool padded = ops.size() == 7;
   addKernel(n, std::string("txl:rel_attention:") + kernels::attentionPathName(a.path),
             [p = &plan_, ops, out, a, padded, tableInPlace]() mutable {

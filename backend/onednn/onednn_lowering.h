@@ -81,12 +81,10 @@ class Lowering {
   void lowerPad(ir::Node n, const View& x, const View& out);
   void lowerRelScores(ir::Node n, const std::vector<View>& ops, const View& out);     // onednn_fused.cpp
   void lowerRelAttention(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
-  // rel_attention's position table: packed in a bf16 or rows layout, or read
-  // in place with its clamped prefix found (onednn_fused.cpp).
+  // rel_attention's position table packed in a bf16 or rows layout (onednn_fused.cpp).
   bool positionTableSuffix(const View& rt, const kernels::RelAttentionArgs& a) const;
   const void* packPositionTable(const View& rt, const dnnl::memory::desc& plainMd, const dnnl::memory::desc& packedMd);
   kernels::PositionTable packedPositionTable(const View& rt, const kernels::RelAttentionArgs& a);
-  std::int64_t clampedPrefix(const View& rt, const kernels::RelAttentionArgs& a) const;
   void lowerLogprobPick(ir::Node n, const std::vector<View>& ops, const View& out);  // onednn_fused.cpp
   // logprob_pick_gathered: the rows in range gathered, the cluster's matmuls
   // on them, their log-sum-exp and pick (onednn_gathered_nll.cpp).
