@@ -54,7 +54,7 @@ struct OnednnOptions {
   // instead of oneDNN's, which is slower on these shapes (docs/LOG.md).
   bool ownGemv = true;
   // A step whose estimated one-thread time is under this many nanoseconds
-  // (its bytes at 20 GB/s plus its matrix products at 60 GFLOP/s) is lowered
+  // (the larger of its bytes at 20 GB/s and its matrix products at 60 GFLOP/s) is lowered
   // and run on one OpenMP thread. Every parallel step ends at a barrier, and
   // when another process holds a core the team waits there for its thread
   // that lost its time slice: a step this short saves less with the team on

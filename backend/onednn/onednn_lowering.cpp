@@ -100,7 +100,10 @@ constexpr std::size_t kUnmappedTableBytes = std::size_t(16) << 20;
 
 bool Lowering::runsSerial(ir::Node n, double belowNs) const {
   if (belowNs <= 0 || omp_get_max_threads() == 1) return false;
-  const double ns = ir::nodeBytes(g_, n) / kBytesPerNs + ir::matrixProductFlops(g_, n) / kFlopsPerNs;
+  // The larger of its memory time and its compute time (a roofline: a step's
+  // loads and products overlap). A sum would count a one-row attention's
+  // few products on top of the stream of keys and values they wait for.
+  const double ns = std::max(ir::nodeBytes(g_, n) / kBytesPerNs, ir::matrixProductFlops(g_, n) / kFlopsPerNs);
   return ns < belowNs;
 }
 

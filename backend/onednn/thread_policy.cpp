@@ -12,11 +12,17 @@ Load other(Load l) { return l == Load::Idle ? Load::Loaded : Load::Idle; }
 
 double ThreadChoice::estimate(Load l) const {
   const Times& t = times_[static_cast<int>(l)];
-  const int n = std::min(t.count, 3);
-  if (n == 0) return 0;
-  std::array<double, 3> v = t.last;
-  std::sort(v.begin(), v.begin() + n);
-  return n == 2 ? (v[0] + v[1]) / 2 : v[n / 2];
+  const std::array<double, 3>& v = t.last;
+  switch (std::min(t.count, 3)) {
+    case 0:
+      return 0;
+    case 1:
+      return v[0];
+    case 2:
+      return (v[0] + v[1]) / 2;
+    default:  // the median of three
+      return std::max(std::min(v[0], v[1]), std::min(std::max(v[0], v[1]), v[2]));
+  }
 }
 
 Load ThreadChoice::next() {

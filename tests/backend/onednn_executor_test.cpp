@@ -680,6 +680,20 @@ TEST_CASE("onednn: steps estimated under serialBelowNs run on one thread; the te
     plan->run(inputs);
     for (const auto& st : stepsOf(*plan)) CHECK_FALSE(st.serial);
   }
+  if (team > 1) {
+    // One row through a 1500 x 1500 weight: its stream (9 MB at 20 GB/s,
+    // about 450 µs) outlasts its products (4.5 MFLOP at 60 GFLOP/s, 75 µs)
+    // and the estimate is the larger, under 500 µs; their sum is above.
+    ir::Graph row;
+    Node r = row.addInput("x", f32({1, 1500}));
+    row.addOutput("y", row.add(OpKind::Linear, {r, row.addWeight("w", f32({1500, 1500}))}));
+    TensorMap rowInputs, rowWeights;
+    fillRandom(row, rowInputs, rowWeights);
+    OnednnOptions loaded;
+    loaded.threadPolicy = ThreadPolicy::Loaded;
+    auto plan = makeOnednnExecutor(loaded)->compile(row, rowWeights);
+    CHECK(serialOf(*plan, "linear"));
+  }
   {  // with the team set to one thread, nothing is marked
     omp_set_num_threads(1);
     auto plan = makeOnednnExecutor()->compile(g, weights);

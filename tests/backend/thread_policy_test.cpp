@@ -78,3 +78,21 @@ TEST_CASE("thread policy: one slow run does not flip the choice", "[thread_polic
   c.observe(Load::Idle, 50.0);  // a page fault storm, a preemption
   CHECK(runIdle(c, 10, 1.0, 1.3) >= 9);
 }
+
+TEST_CASE("thread policy: the estimate is the median of the last three runs", "[thread_policy]") {
+  ThreadChoice c;
+  c.next(), c.next();  // past the cold run, whose time is not counted
+  CHECK(c.estimate(Load::Idle) == 0.0);
+  const auto after = [&](double seconds) {
+    c.observe(Load::Idle, seconds);
+    return c.estimate(Load::Idle);
+  };
+  CHECK(after(5.0) == 5.0);
+  CHECK(after(3.0) == 4.0);  // two runs: their mean
+  CHECK(after(4.0) == 4.0);  // 5, 3, 4
+  CHECK(after(9.0) == 4.0);  // 3, 4, 9
+  CHECK(after(1.0) == 4.0);  // 4, 9, 1
+  CHECK(after(0.5) == 1.0);  // 9, 1, 0.5
+  CHECK(after(2.0) == 1.0);  // 1, 0.5, 2
+  CHECK(c.estimate(Load::Loaded) == 0.0);
+}
