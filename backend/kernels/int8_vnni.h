@@ -62,14 +62,6 @@ struct Int8Vnni {
   }
 };
 
-// Linears of at most this many rows run int8Linear (f32 activations, int8
-// weights widened): a generated token reads every weight byte once from
-// memory, which bounds both kernels alike, and its activations then stay
-// unquantized. More rows run int8LinearVnni, which was the faster from two
-// rows up with the weights in cache (tests/backend/int8_linear_test.cpp,
-// "[.int8bench]"). The onednn lowering chooses per plan.
-constexpr std::int64_t kInt8VnniMaxRowsWidened = 1;
-
 // The largest k whose sums fit int32 exactly (255 * 127 per product; the
 // accumulators may wrap on the way, the final sum cannot).
 constexpr std::int64_t kInt8VnniMaxK = 66000;

@@ -158,13 +158,13 @@ void Lowering::lowerLogprobPickGathered(ir::Node n, const std::vector<View>& ops
         if (*p) (*p)->args[DNNL_ARG_SCRATCHPAD] = mem(pad, (*p)->pd.scratchpad_desc());
   }
 
-  // Int8 weights: lowerInt8Linear's kernel choice for `rows` rows, on the gathered rows.
+  // Int8 weights: lowerInt8Linear's kernel choice, on the gathered rows.
   std::shared_ptr<const kernels::Int8Rows> int8Rows;
   std::shared_ptr<const kernels::Int8Vnni> int8Vnni;
   if (int8) {
     TXL_CHECK(w.strides.empty() && w.type.rank() == 2 && w.type.dtype == ir::DType::F32,
               "int8 rows of " + w.type.str());
-    if (int8Activations(g_.operand(n, 0), x, rows, e)) {
+    if (int8Activations(g_.operand(n, 0), x, e)) {
       int8Vnni = int8VnniWeights(w, e);
     } else {
       int8Rows = int8Weights(w);

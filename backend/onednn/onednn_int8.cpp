@@ -67,16 +67,17 @@ bool readsEmbedding(const ir::Graph& g, ir::Node v) {
 
 }  // namespace
 
-// The kernel is chosen by the row count (fixed per plan) and the CPU, so a
-// plan always runs the same arithmetic (docs/PRECISION.md, "The kernels").
+// The kernel is chosen by the linear's input and the CPU, never by the row
+// count, so a row's result is the same in every plan (a generated token's as
+// a scored segment's) and a plan always runs the same arithmetic (docs/PRECISION.md, "The kernels").
 // Two kinds of linear keep f32 activations (docs/PRECISION.md, "The
 // kernels"): one whose input is a constant (W_r R, computed once per plan,
 // so rounding it would buy no time), and one that reads the embedding:
 // nothing normalises its scale before the first layer's projections, and
 // their rounding error moves that layer's attention logits in proportion.
-bool Lowering::int8Activations(ir::Node input, const View& x, std::int64_t rows, std::int64_t k) const {
-  return opt_.int8Activations && !isConstant(x) && !readsEmbedding(g_, input) &&
-         rows > kernels::kInt8VnniMaxRowsWidened && k <= kernels::kInt8VnniMaxK && platform().avx512Vnni;
+bool Lowering::int8Activations(ir::Node input, const View& x, std::int64_t k) const {
+  return opt_.int8Activations && !isConstant(x) && !readsEmbedding(g_, input) && k <= kernels::kInt8VnniMaxK &&
+         platform().avx512Vnni;
 }
 
 std::shared_ptr<const kernels::Int8Vnni> Lowering::int8VnniWeights(const View& w, std::int64_t k) {
@@ -134,7 +135,7 @@ void Lowering::lowerInt8Linear(ir::Node n, const std::vector<View>& ops, const V
     a.yBf16 = out.type.dtype == ir::DType::BF16;
     return a;
   };
-  if (int8Activations(g_.operand(n, 0), x, count, k)) {
+  if (int8Activations(g_.operand(n, 0), x, k)) {
     auto packed = int8VnniWeights(w, k);
     addKernel(n, "txl:int8_linear:vnni",
               [packed, args, t = threadCount()] { kernels::int8LinearVnni(*packed, args(), t); });

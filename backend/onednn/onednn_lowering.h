@@ -98,7 +98,7 @@ class Lowering {
   // x (the value of node `input`), quantizes its activations
   // (txl:int8_linear:vnni) rather than widening the weights: the one rule
   // for every step that runs such a linear (onednn_int8.cpp).
-  bool int8Activations(ir::Node input, const View& x, std::int64_t rows, std::int64_t k) const;
+  bool int8Activations(ir::Node input, const View& x, std::int64_t k) const;
   // w's int8 rows in the VNNI kernel's layout (k inputs), packed once per model (onednn_int8.cpp).
   std::shared_ptr<const kernels::Int8Vnni> int8VnniWeights(const View& w, std::int64_t k);
   // A quantize whose value some other op reads: computed every run (onednn_int8.cpp).

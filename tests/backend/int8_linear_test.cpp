@@ -339,8 +339,8 @@ TEST_CASE("int8 vnni: one copy of a weight's VNNI layout per model, made from it
   CHECK(packs.bytes() == 0);
 }
 
-// Not run by ctest (hidden): the row count above which the VNNI kernel is
-// the faster, kInt8VnniMaxRowsWidened. `txl_backend_tests "[.int8bench]"`.
+// Not run by ctest (hidden): the two kernels by row count, the weights in
+// cache. `txl_backend_tests "[.int8bench]"`.
 TEST_CASE("int8 vnni: time against the widening kernel by rows", "[.int8bench]") {
   for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{2048, 512}, {512, 2048}, {1536, 512}}) {
     const auto w = randomFloats(std::size_t(n * k), 51);
