@@ -43,13 +43,18 @@ CLI::Validator nonEmptyPath() {
 }
 
 CLI::Validator oneOf(std::vector<std::string> values, const std::string& what) {
+  // Named by the set ("{text,json,dot}"), which `txlc completion` offers;
+  // the help shows NAME.
+  std::string set;
+  for (const std::string& v : values) set += (set.empty() ? "{" : ",") + v;
   return CLI::Validator(
-      [=](std::string& s) -> std::string {
-        for (const std::string& v : values)
-          if (s == v) return {};
-        return "expected " + what + ", got '" + clip(s) + "'";
-      },
-      "NAME");
+             [=](std::string& s) -> std::string {
+               for (const std::string& v : values)
+                 if (s == v) return {};
+               return "expected " + what + ", got '" + clip(s) + "'";
+             },
+             "NAME")
+      .name(set + "}");
 }
 
 CLI::Validator realIn(double min, double max, bool openMin, const std::string& what) {

@@ -26,7 +26,9 @@ std::string flagsOf(const CLI::App& cmd) {
   return out;
 }
 
-// The choices of an option checked by a set ("{json,safetensors}" -> "json safetensors"), or "".
+// The choices of an option checked by a set, or "": CLI11's IsMember
+// describes itself as "{json,safetensors}", cli_checks.h's oneOf is named so
+// ("json safetensors").
 std::string choicesOf(CLI::Option* opt) {
   for (int i = 0;; ++i) {
     CLI::Validator* v = nullptr;
@@ -35,13 +37,13 @@ std::string choicesOf(CLI::Option* opt) {
     } catch (const CLI::OptionNotFound&) {
       return "";
     }
-    const std::string d = v->get_description();
-    if (d.size() >= 2 && d.front() == '{' && d.back() == '}') {
-      std::string words = d.substr(1, d.size() - 2);
-      for (char& c : words)
-        if (c == ',') c = ' ';
-      return words;
-    }
+    for (const std::string& d : {v->get_description(), v->get_name()})
+      if (d.size() >= 2 && d.front() == '{' && d.back() == '}') {
+        std::string words = d.substr(1, d.size() - 2);
+        for (char& c : words)
+          if (c == ',') c = ' ';
+        return words;
+      }
   }
 }
 

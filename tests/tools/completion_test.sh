@@ -31,6 +31,10 @@ check --qlen txlc score --q
 check --max-unk-fraction txlc score --max-unk
 check --memory-plan txlc inspect --mem
 check safetensors txlc run --format s
+check dot txlc inspect --format d  # a set checked by oneOf (cli_checks.h)
+check optimized txlc inspect --stage o
+[ "$(complete_words txlc inspect --format "" | sort | tr '\n' ' ')" = "dot json text " ] ||
+  { echo "FAIL: txlc inspect --format <TAB>: expected dot json text, got: $(complete_words txlc inspect --format "" | tr '\n' ' ')"; fail=1; }
 check completion txlc comp
 [ "$(complete_words txlc sc)" = score ] || { echo "FAIL: txlc sc<TAB> is not only score"; fail=1; }
 # A positional argument with choices: the shells, then file names.
@@ -60,6 +64,7 @@ if command -v zsh > /dev/null; then
   zcheck "score " txlc sc
   zcheck "--qlen " txlc score --ql
   zcheck "json safetensors " txlc run --format ""
+  zcheck "dot json text " txlc inspect --format ""
   zcheck "bash zsh " txlc completion ""
   zcheck "zsh " txlc completion z
   zcheck "a-file " txlc completion bash ""
