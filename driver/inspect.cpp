@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <charconv>
 #include <map>
-#include <regex>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "driver/compile.h"
@@ -117,17 +118,26 @@ std::string renumberNodes(const std::string& text, const ir::Graph& g) {
   std::map<std::uint64_t, std::string> byId;
   for (ir::Node n : g.nodes())
     if (numbers.number(n) >= 0) byId[g.op(n).id] = numbers.name(n);
-  static const std::regex node("node ([0-9]+)");
+  // Each "node " followed by decimal digits, scanned left to right.
+  constexpr std::string_view kWord = "node ";
   std::string out;
-  auto from = text.cbegin();
-  for (std::sregex_iterator it(text.begin(), text.end(), node), end; it != end; ++it) {
-    const auto& m = *it;
-    out.append(from, m[0].first);
-    const auto found = byId.find(std::stoull(m[1].str()));
-    out += found != byId.end() ? found->second : m[0].str();
-    from = m[0].second;
+  std::size_t from = 0;
+  for (std::size_t at = text.find(kWord); at != std::string::npos; at = text.find(kWord, at)) {
+    const std::size_t digits = at + kWord.size();
+    std::size_t end = digits;
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    std::uint64_t id = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + digits, text.data() + end, id);
+    const auto found = end > digits && ec == std::errc() ? byId.find(id) : byId.end();
+    if (found == byId.end()) {
+      at = end > digits ? end : at + 1;
+      continue;
+    }
+    out.append(text, from, at - from);
+    out += found->second;
+    from = at = end;
   }
-  out.append(from, text.cend());
+  out.append(text, from);
   return out;
 }
 
