@@ -108,11 +108,18 @@ struct Mapping {
   std::size_t length = 0;
 };
 Mapping mappings[kMappings];
+// Set by the first thread that reports a lost page: the threads of a team
+// reading the same truncated file fault together, and one line is written.
+std::atomic<bool> busReported{false};
+static_assert(std::atomic<bool>::is_always_lock_free);  // so a signal handler may use it
 
 void onBus(int sig, siginfo_t* info, void*) {
   const auto at = reinterpret_cast<std::uintptr_t>(info->si_addr);
   for (const Mapping& m : mappings)
     if (m.state.load(std::memory_order_acquire) == 2 && at >= m.start && at < m.end) {
+      if (busReported.exchange(true)) {
+        for (;;) ::pause();  // another thread is writing the line and ending the process
+      }
       ssize_t ignored = ::write(STDERR_FILENO, m.message, m.length);
       (void)ignored;
       ::_exit(3);
