@@ -3,6 +3,7 @@
 #include "backend/onednn/thread_policy.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace txl::backend::onednn {
 
@@ -33,7 +34,10 @@ Load ThreadChoice::next() {
   const double idle = estimate(Load::Idle), loaded = estimate(Load::Loaded);
   const Load best = idle <= loaded ? Load::Idle : Load::Loaded;
   const double ratio = std::max(idle, loaded) / std::max(std::min(idle, loaded), 1e-12);
-  if (++sinceProbe_ > (ratio > kFarRatio ? kProbeEveryFar : kProbeEvery)) {
+  const bool again = reprobe_ && *reprobe_ != best;  // the probed variant has not taken over yet
+  reprobe_.reset();
+  probing_ = again || ++sinceProbe_ > (ratio > kFarRatio ? kProbeEveryFar : kProbeEvery);
+  if (probing_) {
     sinceProbe_ = 0;
     return other(best);
   }
@@ -42,6 +46,9 @@ Load ThreadChoice::next() {
 
 void ThreadChoice::observe(Load l, double seconds) {
   if (!adaptive_ || runs_ <= 1) return;  // the cold run tells nothing about the variant
+  // Two fast probes in a row put the probed variant's median under the
+  // chosen one's estimate, and so make it the chosen one.
+  if (std::exchange(probing_, false) && seconds < estimate(other(l))) reprobe_ = l;
   Times& t = times_[static_cast<int>(l)];
   t.last[static_cast<std::size_t>(t.count % 3)] = seconds;
   ++t.count;

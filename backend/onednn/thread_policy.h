@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 
 namespace txl::backend::onednn {
 
@@ -37,7 +38,11 @@ constexpr LoadSet kEveryLoad = loadBit(Load::Loaded) | loadBit(Load::Idle);
 // each variant, the one whose median over its last three runs is lower; the
 // other is run again every kProbeEvery runs (every kProbeEveryFar runs when
 // it was more than kFarRatio slower), so that a change of the machine's load
-// is followed within a few dozen runs, at a cost of a few percent.
+// is followed within a few dozen runs, at a cost of a few percent. A probe
+// that comes out faster than the chosen variant's estimate is run again at
+// once, so that after a passing spell of load (which can leave the slower
+// variant chosen) the faster one takes over within two runs of its first
+// probe instead of two probe periods.
 class ThreadChoice {
  public:
   // `fixed`: always that variant (no measuring).
@@ -61,8 +66,10 @@ class ThreadChoice {
   };
   bool adaptive_;
   Load fixed_;
-  std::int64_t runs_ = 0;  // runs handed out by next()
-  int sinceProbe_ = 0;     // runs of the best variant since the other last ran
+  std::int64_t runs_ = 0;        // runs handed out by next()
+  int sinceProbe_ = 0;           // runs of the best variant since the other last ran
+  bool probing_ = false;         // the run handed out last is a probe of the variant not chosen
+  std::optional<Load> reprobe_;  // that probe's variant, when it beat the chosen one's estimate
   std::array<Times, 2> times_{};
 };
 

@@ -71,6 +71,36 @@ TEST_CASE("thread policy: follows the machine's load as it comes and goes", "[th
   CHECK(runIdle(c, 10, 1.0, 1.3) >= 9);
 }
 
+TEST_CASE("thread policy: after a passing spell of load, the first fast probe brings the team back",
+          "[thread_policy]") {
+  ThreadChoice c;
+  runIdle(c, 40, 1.0, 1.4);
+  // Two slow team runs (another process woke up for a moment) put the
+  // team's median above the one-thread variant's estimate.
+  CHECK(runIdle(c, 2, 2.0, 1.4) == 2);
+  CHECK(c.next() == Load::Loaded);
+  c.observe(Load::Loaded, 1.4);
+  // The spell is over. The team's next probe (within kProbeEvery + 1 runs)
+  // is fast, so it runs again at once and takes over, rather than at the
+  // probe after it.
+  runIdle(c, ThreadChoice::kProbeEvery + 2, 1.0, 1.4);
+  CHECK(runIdle(c, 10, 1.0, 1.4) >= 9);
+}
+
+TEST_CASE("thread policy: a probe that is fast by chance costs one more run", "[thread_policy]") {
+  ThreadChoice c;
+  runIdle(c, 40, 1.0, 1.3);
+  int probes = 0;
+  for (int r = 0; r < 3 * (ThreadChoice::kProbeEvery + 1); ++r) {
+    const Load l = c.next();
+    if (l == Load::Loaded) ++probes;
+    // The first probe of the one-thread variant happens to beat the team's 1.0; the ones after do not.
+    c.observe(l, l == Load::Idle ? 1.0 : (probes == 1 ? 0.9 : 1.3));
+  }
+  CHECK(probes == 3 + 1);
+  CHECK(c.next() == Load::Idle);
+}
+
 TEST_CASE("thread policy: one slow run does not flip the choice", "[thread_policy]") {
   ThreadChoice c;
   runIdle(c, 40, 1.0, 1.3);
