@@ -59,7 +59,11 @@ struct BenchOptions {
   bool prefill = false;  // start with a full memory: time the steady state
   bool nll = false;      // also the NLL of every position (random targets)
   int segments = 10;     // timed per repetition
-  int warmup = 2;        // untimed, before the first repetition
+  // Untimed, before the first repetition: enough for the plan's first runs
+  // (its cold run, then each thread variant twice: ThreadChoice in
+  // backend/onednn/thread_policy.h), so the timed runs take the variant the
+  // steady state takes.
+  int warmup = 6;
   int repetitions = 5;
   std::optional<std::int64_t> slidingWindow;
   bool profile = false;

@@ -185,7 +185,7 @@ void registerBench(CLI::App& app, Action& action) {
   cmd->add_flag("--prefill", o->bench.prefill, "start with a full memory: time the steady state");
   cmd->add_option("--segments", o->bench.segments, "timed segments per repetition (default 10)")
       ->check(integerIn(1, 1 << 20, "a positive integer"));
-  cmd->add_option("--warmup", o->bench.warmup, "untimed warm-up segments (default 2)")
+  cmd->add_option("--warmup", o->bench.warmup, "untimed warm-up segments (default 6)")
       ->check(integerIn(0, 1 << 20, "a non-negative integer"));
   cmd->add_option("--repetitions", o->bench.repetitions,
                   "timed repetitions per case, each from the state after the warm-up (default 5)")
