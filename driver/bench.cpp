@@ -115,7 +115,10 @@ std::set<const void*> convertedMatrices(const ir::TensorMap& weights) {
 // Bytes one step of qlen 1 must read (bench.h): every layer's weights with
 // r_net replaced by its folded table over klen, the u/v biases, the output
 // layer when the segment computes it, and the cached keys and values; each
-// at its stored precision (storedBytes). With bf16 state windows
+// at its stored precision (storedBytes). The first layer's q, k and v
+// matrices count even where fold-embedding-projections makes them lookups
+// (a character model): the floor is then high by that matrix, about 1 % of
+// enwik8's. With bf16 state windows
 // (`stateDType`) the cached keys and values are bf16 rows, and the attention
 // reads the position table in bf16 too (docs/PRECISION.md): 2 bytes an
 // element.

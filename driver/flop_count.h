@@ -10,9 +10,13 @@
 //   - a projection whose rows are [memory; new rows] (a concat along time
 //     with a mem_read in front, or a mem_window, possibly under a layer norm)
 //     counts only the new rows: projections of remembered positions can be
-//     cached, so they are not work the model must do per segment.
+//     cached, so they are not work the model must do per segment;
+//   - a projection of embedding rows that fold-embedding-projections turns
+//     into a lookup in a projected table (the first layer's of a character
+//     model, straight over the rows or their [memory; new] form) counts 0:
+//     the table is a constant, built once per model.
 // `graph` is what the graph as written does (after the constant rule only);
-// `useful` is with both rules.
+// `useful` is with all three rules.
 //
 //   FlopCount f = countFlops(graph);
 //   double gflops = f.useful / seconds / 1e9;

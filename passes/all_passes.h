@@ -7,6 +7,7 @@
 #include "passes/canonicalize.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/fold_bias_terms.h"
+#include "passes/fold_embedding_projections.h"
 #include "passes/fold_positions.h"
 #include "passes/fuse_attention.h"
 #include "passes/fuse_epilogues.h"

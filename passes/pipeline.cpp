@@ -32,6 +32,11 @@ const std::vector<std::string>& defaultPipeline() {
       // rel_shift (canonicalize) to see both score matmuls of a block, and must run
       // before fuse-rel-shift, which would otherwise capture the scale.
       "fold-bias-terms",
+      // The first layer's projections of the segment's embedding rows (the
+      // kv form projects the new rows only) as lookups in projected tables;
+      // after fold-bias-terms, which makes the query projection one linear
+      // of those rows (its scale folded into W_q).
+      "fold-embedding-projections",
       // The folding leaves reshape(slice) chains and repeated weight slices:
       // collapse and merge them so the fusions below see one value per view.
       "canonicalize",

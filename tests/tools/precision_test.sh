@@ -100,12 +100,21 @@ else
   "$TXLC" bench "$M/kjv-char" --qlen 1 --repetitions 1 --segments 2 --no-probe --precision int8 --profile 2>/dev/null |
     grep -q 'linear kernel txl:int8_linear' || bad "the int8 plan runs no txl:int8_linear"
   # Segments quantize their activations on a CPU with AVX512-VNNI; the first
-  # layer's projections (reading the embedding) keep f32 activations.
+  # layer's projections (reading the embedding) keep f32 activations
+  # (kjv-words), unless they are lookups in projected tables
+  # (fold-embedding-projections: kjv-char's 73 symbols against 128 inputs).
   if grep -qw avx512_vnni /proc/cpuinfo; then
-    "$TXLC" bench "$M/kjv-char" --qlen 8 --repetitions 1 --segments 2 --no-probe --precision int8 --profile \
-      2>/dev/null > "$T/profile" || bad "bench --qlen 8 --precision int8 --profile"
-    grep -q 'linear kernel txl:int8_linear:vnni' "$T/profile" || bad "the int8 segment plan runs no txl:int8_linear:vnni"
-    grep -Eq 'linear kernel txl:int8_linear( \(|$)' "$T/profile" || bad "the int8 segment plan runs no txl:int8_linear"
+    for model in kjv-char kjv-words; do
+      "$TXLC" bench "$M/$model" --qlen 8 --repetitions 1 --segments 2 --no-probe --precision int8 --profile \
+        2>/dev/null > "$T/profile" || bad "bench $model --qlen 8 --precision int8 --profile"
+      grep -q 'linear kernel txl:int8_linear:vnni' "$T/profile" || bad "the $model int8 segment plan runs no txl:int8_linear:vnni"
+      if [ $model = kjv-words ]; then
+        grep -Eq 'linear kernel txl:int8_linear( \(|$)' "$T/profile" || bad "the $model int8 segment plan runs no txl:int8_linear"
+      else
+        grep -Eq 'linear kernel txl:int8_linear( \(|$)' "$T/profile" && bad "the $model int8 segment plan runs txl:int8_linear"
+        grep -Eq '^ +[0-9.]+ +[0-9.]+ +3 +embedding ' "$T/profile" || bad "the $model int8 segment plan has no 3 embedding steps"
+      fi
+    done
   fi
   noBf16=$(DNNL_MAX_CPU_ISA=AVX512_CORE "$TXLC" score "$M/kjv-char" "$M/kjv-char/valid.txt" --precision int8 --json \
     2>"$T/err" | key nll_per_token)
