@@ -145,8 +145,6 @@ std::vector<std::u32string> split(const std::u32string& text) {
 bool isAsciiLetter(char32_t c) { return (c >= U'a' && c <= U'z') || (c >= U'A' && c <= U'Z'); }
 bool isAsciiDigitChar(char32_t c) { return c >= U'0' && c <= U'9'; }
 
-constexpr char32_t kNbsp = U'\u00A0';
-
 // Moses' English non-breaking prefixes (nonbreaking_prefix.en, as sacremoses
 // ships it): a token "<prefix>." keeps its period. The "#NUMERIC_ONLY#" ones
 // keep it only before a number.
