@@ -214,7 +214,14 @@ misbehave)
     "$MPIRUN" --oversubscribe --bind-to none -np 1 "$TXLC" "$@" : \
       -np 1 env LD_PRELOAD="$FAULT_LIB" TXLC_TEST_MPI_FAULT="$mode" "$TXLC" "$@" > "$T/out" 2> "$T/err" &
     settle $! 60
-    [ "$code" = hung ] || [ "$code" -eq 4 ] || fail "$mode: exit $code, expected 4: $(head -c 800 "$T/err")"
+    # Open MPI 4.1's mpirun also, now and then, crashes in its own PMIx
+    # finalize after the MPI_Abort (exit 139, a backtrace through
+    # PMIx_server_finalize on stderr): its status is then lost as when it hangs.
+    if [ "$code" = 139 ] && grep -q 'libpmix[^ ]*(PMIx_server_finalize' "$T/err"; then
+      echo "note: mpirun crashed in PMIx_server_finalize after its ranks exited (Open MPI); its exit status is not checked"
+      code=crashed
+    fi
+    [ "$code" = hung ] || [ "$code" = crashed ] || [ "$code" -eq 4 ] || fail "$mode: exit $code, expected 4: $(head -c 800 "$T/err")"
     [ "$(grep -c '^txlc:' "$T/err")" -eq 1 ] || fail "$mode: expected one txlc line: $(cat "$T/err")"
     grep -q "^txlc: rank 0 of 2: internal error at .*$pattern" "$T/err" || fail "$mode: expected /$pattern/: $(cat "$T/err")"
     [ -e "$T/o.jsonl" ] && fail "$mode: an output file"
