@@ -161,10 +161,10 @@ TXL_ROWS_INLINE void loadRow(const Call& c, const T* row, Row& x) {
   }
 }
 
-// How far ahead (in keys) phases 1 and 2 prefetch the key and value rows
-// of the (key, head) they read: the hardware prefetchers alone leave the
-// loads waiting (a prefetch 4 keys ahead gained 15-25% at bf16, 8-15% at
-// f32; the position rows, read less often, gain nothing from it).
+// How far ahead (in keys) phases 1 and 2 prefetch the key, position and
+// value rows of the (key, head) they read: the hardware prefetchers alone
+// leave the loads waiting, on every one of the three streams (docs/LOG.md
+// has the measurements).
 constexpr I kPrefetchKeys = 4;
 
 // Prefetches the cache lines of a row (bf16: 2 per 64 elements; f32: 4).
@@ -392,6 +392,8 @@ TXL_ROWS void groupScores(const Call& c, Scratch& sc, I i, const Chunk& ch, I j0
       const QueryRows& q = query[itemHead[t]];
       Row x;
       prefetchRow<T, Vecs>(keys + keyOffset[t] + kPrefetchKeys * a.kStrides.pos);
+      // Past the table's end a prefetch only wastes a fill (it never faults).
+      if (!Same) prefetchRow<T, Vecs>(table + tableOffset[t] + kPrefetchKeys * a.rt.step);
       loadRow<T, Vecs>(c, keys + keyOffset[t], x);
       __m512 dot = multiplyAdd<T, Vecs>(_mm512_setzero_ps(), q.u, x);
       if (!Same && (!Checked || itemKey[t] < tableEnd)) {
