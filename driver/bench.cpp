@@ -113,19 +113,24 @@ std::set<const void*> convertedMatrices(const ir::TensorMap& weights) {
 }
 
 // Bytes one step of qlen 1 must read (bench.h): every layer's weights with
-// r_net replaced by its folded table over klen, the u/v biases, the output
+// r_net replaced by its folded table over klen (its distinct rows: with
+// clamp_len > 0 every distance from clamp_len on shares one row, which the
+// attention reads once), the u/v biases, the output
 // layer when the segment computes it, and the cached keys and values; each
 // at its stored precision (storedBytes). The first layer's q, k and v
 // matrices count even where fold-embedding-projections makes them lookups
 // (a character model): the floor is then high by that matrix, about 1 % of
 // enwik8's. With bf16 state windows
-// (`stateDType`) the cached keys and values are bf16 rows, and the attention
+// (the setting's state dtype) the cached keys and values are bf16 rows, and the attention
 // reads the position table in bf16 too (docs/PRECISION.md): 2 bytes an
-// element.
-double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, std::int64_t batch,
-                        std::int64_t mlen, bool output, Precision precision, ir::DType stateDType) {
+// element. The setting gives the batch, the precision, the state's dtype
+// and the run's clamp_len.
+double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, const Setting& setting,
+                        std::int64_t mlen, bool output) {
   const double hd = double(spec.n_head * spec.d_head);
-  const bool bf16 = stateDType == ir::DType::BF16;
+  const std::int64_t batch = setting.batch;
+  const Precision precision = setting.precision;
+  const bool bf16 = setting.resolved.stateDType == ir::DType::BF16;
   const double state = bf16 ? 2.0 : 4.0, table = state;
   const std::set<const void*> converted = convertedMatrices(weights);
   std::set<const void*> seen;
@@ -138,7 +143,8 @@ double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& we
     if (layer || name == "r_w_bias" || name == "r_r_bias" || (crit && output)) bytes += stored;
   }
   const double klen = double(mlen + 1);
-  if (spec.attn_type == 0) bytes += double(spec.n_layer) * klen * hd * table;       // W_r R, as read
+  const double rows = setting.clampLen > 0 ? std::min(klen, double(setting.clampLen + 1)) : klen;
+  if (spec.attn_type == 0) bytes += double(spec.n_layer) * rows * hd * table;       // W_r R, as read
   bytes += double(spec.n_layer) * double(batch) * double(mlen) * 2.0 * hd * state;  // cached k and v
   return bytes;
 }
@@ -408,8 +414,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   const MatmulFigure& peak = r.probe.peakFor(r.precision);
   if (r.probe.ok && peak.gflops > 0) r.efficiency = r.usefulGflops / peak.gflops;
   if (r.qlen == 1) {
-    r.memoryFloorBytes =
-        memoryFloorBytes(m.spec, m.weights, r.batch, r.mlen, o.nll, settings.precision, settings.resolved.stateDType);
+    r.memoryFloorBytes = memoryFloorBytes(m.spec, m.weights, settings, r.mlen, o.nll);
     if (r.probe.ok && r.probe.readBandwidthGbs > 0) {
       r.memoryFloorMs = r.memoryFloorBytes / (r.probe.readBandwidthGbs * 1e9) * 1e3;
       r.floorRatio = r.latency.median / r.memoryFloorMs;

@@ -109,6 +109,18 @@ endif()
 run_bench(tok --qlen 1 --prefill)
 expect_positive("${tok}" memory_floor_ms)
 expect_positive("${tok}" memory_floor_ratio)
+# The floor counts the position table's distinct rows: the tiny spec's
+# clamp_len 12 leaves 13 of klen 17, so without clamping 2 layers x 4 rows x
+# H*D 32 x 4 bytes more.
+run_bench(unclamped --qlen 1 --prefill --clamp-len -1)
+string(JSON clampedBytes GET "${tok}" memory_floor_bytes)
+string(JSON unclampedBytes GET "${unclamped}" memory_floor_bytes)
+string(REGEX MATCH "^[0-9]+" clampedBytes "${clampedBytes}")
+string(REGEX MATCH "^[0-9]+" unclampedBytes "${unclampedBytes}")
+math(EXPR tableRows "${unclampedBytes} - ${clampedBytes}")
+if(NOT tableRows EQUAL 1024)
+  message(FATAL_ERROR "memory_floor_bytes: clamp_len 12 should save 1024 bytes of position rows, saved ${tableRows}")
+endif()
 
 # The vanilla sliding window against the memory at L = 12.
 run_bench(win --sliding-window 12)
