@@ -623,10 +623,11 @@ void benchOneRow(const RelAttentionShape& s, bool bf16) {
 }  // namespace
 
 TEST_CASE("rel_attention: one query row against state in memory", "[.bench]") {
-  // enwik8 base: one stream at mem_len 2100, eight at mem_len 512.
+  // enwik8 base: one stream at mem_len 2100, eight at mem_len 512 and 2100.
   for (const bool bf16 : {true, false}) {
     if (!relAttentionRuns(bf16 ? kRows : kRowsF32, {1, 8, 1, 2101, 64}, bf16)) continue;
     benchOneRow({1, 8, 1, 2101, 64}, bf16);
     benchOneRow({8, 8, 1, 513, 64}, bf16);
+    benchOneRow({8, 8, 1, 2101, 64}, bf16);
   }
 }
