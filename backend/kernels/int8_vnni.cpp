@@ -191,11 +191,26 @@ TXL_VNNI void vnniBlocks(const Int8Vnni& w, const Int8LinearArgs& a, const std::
   for (; b < b1; ++b) vnniRows<1>(w, a, u, stride, rows, b);
 }
 
-// The shifted bytes of a call's rows, reused across calls on one thread.
+static_assert(kInt8VnniTileRows % kMR == 0);
+
+// The shifted bytes of a tile's rows (kInt8VnniTileRows at most), reused
+// across calls on one thread.
 struct Scratch {
   std::vector<std::uint8_t> u;
   std::vector<ActivationRow> rows;
 };
+thread_local Scratch scratch;
+
+// Rows [r0, r0 + n) of a call: its dense inputs, residuals and outputs from row r0.
+Int8LinearArgs rowsOf(const Int8Vnni& w, const Int8LinearArgs& a, std::int64_t r0, std::int64_t n) {
+  Int8LinearArgs part = a;
+  part.x = a.x + r0 * w.k;
+  part.rows = n;
+  part.residual = a.residual ? a.residual + r0 * w.n : nullptr;
+  part.y = a.yBf16 ? static_cast<void*>(static_cast<std::uint16_t*>(a.y) + r0 * w.n)
+                   : static_cast<void*>(static_cast<float*>(a.y) + r0 * w.n);
+  return part;
+}
 
 }  // namespace
 
@@ -215,6 +230,8 @@ ActivationRow quantizeActivationRow(const float* x, std::int64_t k, std::uint8_t
 }
 
 bool int8LinearVnniNative() { return platform().avx512Vnni; }
+
+std::size_t int8VnniScratchBytes() { return scratch.u.capacity() + scratch.rows.capacity() * sizeof(ActivationRow); }
 
 std::shared_ptr<Int8Vnni> packInt8Vnni(const Int8Rows& rows, int threads) {
   auto w = std::make_shared<Int8Vnni>();
@@ -265,36 +282,30 @@ void int8LinearVnni(const Int8Vnni& w, const Int8LinearArgs& a, int threads) {
     // Rows are independent: split them over the threads.
 #pragma omp parallel for schedule(static) num_threads(std::max(threads, 1))
     for (std::int64_t r = 0; r < a.rows; ++r) {
-      Int8LinearArgs one = a;
-      one.x = a.x + r * w.k;
-      one.rows = 1;
-      one.residual = a.residual ? a.residual + r * w.n : nullptr;
-      one.y = a.yBf16 ? static_cast<void*>(static_cast<std::uint16_t*>(a.y) + r * w.n)
-                      : static_cast<void*>(static_cast<float*>(a.y) + r * w.n);
-      int8LinearVnniPortable(w, one);
+      int8LinearVnniPortable(w, rowsOf(w, a, r, 1));
     }
     return;
   }
-  static thread_local Scratch scratch;
-  const std::int64_t stride = w.groups() * 4;
-  if (scratch.u.size() < std::size_t(a.rows * stride)) scratch.u.resize(std::size_t(a.rows * stride));
-  if (scratch.rows.size() < std::size_t(a.rows)) scratch.rows.resize(std::size_t(a.rows));
+  const std::int64_t stride = w.groups() * 4, tileRows = std::min(a.rows, kInt8VnniTileRows);
+  if (scratch.u.size() < std::size_t(tileRows * stride)) scratch.u.resize(std::size_t(tileRows * stride));
+  if (scratch.rows.size() < std::size_t(tileRows)) scratch.rows.resize(std::size_t(tileRows));
   std::uint8_t* u = scratch.u.data();
   ActivationRow* rows = scratch.rows.data();
-  // A task is kNR blocks (64 channels) for every row: the weight panel is
-  // read from cache once per tile of rows.
+  // A task is kNR blocks (64 channels) for every row of the tile: the
+  // weight panel is read from cache once per kMR rows.
   const std::int64_t tasks = (w.blocks() + kNR - 1) / kNR;
 #pragma omp parallel num_threads(std::max(threads, 1))
-  {
+  for (std::int64_t r0 = 0; r0 < a.rows; r0 += tileRows) {
+    const Int8LinearArgs tile = rowsOf(w, a, r0, std::min(tileRows, a.rows - r0));
 #pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < a.rows; ++r) {
-      rows[r] = quantizeRowAvx512(a.x + r * w.k, w.k, u + r * stride);
+    for (std::int64_t r = 0; r < tile.rows; ++r) {
+      rows[r] = quantizeRowAvx512(tile.x + r * w.k, w.k, u + r * stride);
       // The group's padding inputs meet zero weights; any byte will do.
       for (std::int64_t j = w.k; j < stride; ++j) u[r * stride + j] = 0;
     }
 #pragma omp for schedule(static)
     for (std::int64_t t = 0; t < tasks; ++t)
-      vnniBlocks(w, a, u, stride, rows, t * kNR, std::min(w.blocks(), (t + 1) * kNR));
+      vnniBlocks(w, tile, u, stride, rows, t * kNR, std::min(w.blocks(), (t + 1) * kNR));
   }
 }
 

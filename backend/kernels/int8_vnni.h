@@ -31,6 +31,7 @@
 //   kernels::int8LinearVnni(*v, {x, rows, bias, residual, relu, y, yBf16}, threads);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -78,6 +79,16 @@ bool int8LinearVnniNative();
 // int8LinearVnni's portable form on one thread, whatever the CPU has: the
 // same results (exact sums, same epilogue); for tests and CPUs without VNNI.
 void int8LinearVnniPortable(const Int8Vnni& w, const Int8LinearArgs& a);
+
+// Rows the AVX512-VNNI form quantizes and multiplies at a time, so that the
+// calling thread's scratch of shifted activation bytes (kept across calls)
+// holds one tile whatever a call's row count: a prefill of batch x mem_len
+// rows would otherwise leave a buffer of that size resident. A multiple of
+// the kernel's 6-row tile; each output row depends on its own input row
+// only, so the tiling changes no bit.
+constexpr std::int64_t kInt8VnniTileRows = 384;
+// The calling thread's scratch bytes (for tests).
+std::size_t int8VnniScratchBytes();
 
 // One activation row quantized as above: u in `u`, and its scale and zero
 // point. A row with a non-finite element has a NaN scale (so every output of

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backend/kernels/int8_linear.h"
@@ -303,6 +304,28 @@ TEST_CASE("int8 vnni: exact sums, bit for bit the scalar reference, any shape an
         }
       }
     }
+}
+
+TEST_CASE("int8 vnni: a call of many rows runs a tile at a time: the reference's bits, one tile of scratch", "[int8]") {
+  const std::int64_t rows = 2 * kInt8VnniTileRows + 77, k = 130, n = 70;
+  const std::int64_t stride = (k + 3) / 4 * 4;
+  const auto w = randomFloats(std::size_t(n * k), 41), x = randomFloats(std::size_t(rows * k), 42);
+  const auto bias = randomFloats(std::size_t(n), 43), res = randomFloats(std::size_t(rows * n), 44);
+  const Int8Rows q = quantized(w, n, k);
+  const auto v = packInt8Vnni(q, 2);
+  const auto want = vnniReference(q, x, rows, bias.data(), res.data(), true);
+  // On a thread of its own, whose scratch starts empty.
+  std::vector<float> got, rounded;
+  std::size_t scratchBytes = 0;
+  std::thread([&] {
+    got = runVnni(*v, x.data(), rows, bias.data(), res.data(), true, 2, false);
+    rounded = runVnni(*v, x.data(), rows, bias.data(), res.data(), true, 2, true);
+    scratchBytes = int8VnniScratchBytes();
+  }).join();
+  CHECK(got == want);
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(rounded[i] == ir::bf16ToFloat(ir::floatToBf16(want[i])));
+  if (int8LinearVnniNative())
+    CHECK(scratchBytes <= std::size_t(kInt8VnniTileRows * (stride + std::int64_t(sizeof(ActivationRow)))));
 }
 
 TEST_CASE("int8 vnni: a row's result does not depend on the threads or the other rows", "[int8]") {
