@@ -45,6 +45,7 @@
 #include "frontend/weights.h"
 #include "ir/check.h"
 #include "driver/flop_count.h"
+#include "driver/weight_reads.h"
 
 namespace txl::driver {
 
@@ -115,18 +116,17 @@ std::set<const void*> convertedMatrices(const ir::TensorMap& weights) {
 // Bytes one step of qlen 1 must read (bench.h): every layer's weights with
 // r_net replaced by its folded table over klen (its distinct rows: with
 // clamp_len > 0 every distance from clamp_len on shares one row, which the
-// attention reads once), the u/v biases, the output
-// layer when the segment computes it, and the cached keys and values; each
-// at its stored precision (storedBytes). The first layer's q, k and v
-// matrices count even where fold-embedding-projections makes them lookups
-// (a character model): the floor is then high by that matrix, about 1 % of
-// enwik8's. With bf16 state windows
-// (the setting's state dtype) the cached keys and values are bf16 rows, and the attention
-// reads the position table in bf16 too (docs/PRECISION.md): 2 bytes an
-// element. The setting gives the batch, the precision, the state's dtype
-// and the run's clamp_len.
-double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights, const Setting& setting,
-                        std::int64_t mlen, bool output) {
+// attention reads once) and without the matrices the step's graph reads
+// only as rows of projected tables (`rowRead`, driver/weight_reads.h: the
+// first layer's q, k and v of a character model), the u/v biases, the
+// output layer when the segment computes it, and the cached keys and
+// values; each at its stored precision (storedBytes). With bf16 state
+// windows (the setting's state dtype) the cached keys and values are bf16
+// rows, and the attention reads the position table in bf16 too
+// (docs/PRECISION.md): 2 bytes an element. The setting gives the batch, the
+// precision, the state's dtype and the run's clamp_len.
+double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& weights,
+                        const std::set<std::string>& rowRead, const Setting& setting, std::int64_t mlen, bool output) {
   const double hd = double(spec.n_head * spec.d_head);
   const std::int64_t batch = setting.batch;
   const Precision precision = setting.precision;
@@ -136,7 +136,7 @@ double memoryFloorBytes(const frontend::ModelSpec& spec, const ir::TensorMap& we
   std::set<const void*> seen;
   double bytes = 0;
   for (const auto& [name, t] : weights) {
-    if (!seen.insert(t.raw()).second) continue;
+    if (rowRead.count(name) != 0 || !seen.insert(t.raw()).second) continue;
     const bool layer = name.rfind("layers.", 0) == 0, crit = name.rfind("crit.", 0) == 0;
     if (name.find("r_net.weight") != std::string::npos) continue;
     const double stored = storedBytes(t, converted.count(t.raw()) != 0, precision);
@@ -406,7 +406,8 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   r.tokensPerSStddev = stddevOf(r.tokensPerSRuns, r.tokensPerS);
 
   // FLOPs of the first timed shape (the memory may still grow without prefill).
-  FlopCount flops = countFlops(model->buildGraph(model->info().segment(r.qlen, r.mlen, false, o.nll)));
+  const ir::Graph graph = model->buildGraph(model->info().segment(r.qlen, r.mlen, false, o.nll));
+  FlopCount flops = countFlops(graph);
   r.usefulFlops = flops.useful;
   r.graphFlops = flops.graph;
   r.usefulGflops = flops.useful / (r.latency.avg / 1e3) / 1e9;
@@ -414,7 +415,7 @@ BenchReport runBench(const Model& m, const Setting& base, const BenchCase& c, co
   const MatmulFigure& peak = r.probe.peakFor(r.precision);
   if (r.probe.ok && peak.gflops > 0) r.efficiency = r.usefulGflops / peak.gflops;
   if (r.qlen == 1) {
-    r.memoryFloorBytes = memoryFloorBytes(m.spec, m.weights, settings, r.mlen, o.nll);
+    r.memoryFloorBytes = memoryFloorBytes(m.spec, m.weights, rowReadWeights(graph), settings, r.mlen, o.nll);
     if (r.probe.ok && r.probe.readBandwidthGbs > 0) {
       r.memoryFloorMs = r.memoryFloorBytes / (r.probe.readBandwidthGbs * 1e9) * 1e3;
       r.floorRatio = r.latency.median / r.memoryFloorMs;
